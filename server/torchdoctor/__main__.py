@@ -1,0 +1,3 @@
+from torchdoctor.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,292 @@
+"""A parsed document. Half-typed code is the normal case in an editor, so parsing never fails:
+the statements that parse are kept and the broken ones are replaced, line for line, by `pass`."""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import dataclass, field
+
+from .findings import Span
+from .lines import LineIndex
+
+# Repairs per top-level block before the block is given up; each repair re-parses one block.
+MAX_REPAIRS_PER_BLOCK = 12
+INDENTED_BLOCK_AFTER = re.compile(r"expected an indented block after .* on line (\d+)")
+CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally", "case")
+
+
+@dataclass(frozen=True)
+class SyntaxProblem:
+    line: int  # 0-based
+    col: int
+    message: str
+
+
+@dataclass
+class Document:
+    text: str
+    path: str
+    index: LineIndex
+    tree: ast.Module
+    syntax_problems: list[SyntaxProblem] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, text: str, path: str = "<unknown>") -> Document:
+        index = LineIndex.of(text)
+        tree, problems = parse_tolerant(text, index)
+        return cls(text, path, index, tree, problems)
+
+    @property
+    def fully_parsed(self) -> bool:
+        return not self.syntax_problems
+
+    def span_of(self, node: ast.AST) -> Span:
+        """The node's range in code-point columns; nodes without positions get an empty span."""
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            return Span(0, 0, 0, 0)
+        start_line = lineno - 1
+        end_line = (getattr(node, "end_lineno", None) or lineno) - 1
+        start_col = self.index.byte_to_char(start_line, getattr(node, "col_offset", 0) or 0)
+        end_byte = getattr(node, "end_col_offset", None)
+        end_col = (
+            self.index.byte_to_char(end_line, end_byte)
+            if end_byte is not None
+            else len(self.index.line(end_line))
+        )
+        return Span(start_line, start_col, end_line, end_col)
+
+    def span_between(self, first: ast.AST, last: ast.AST) -> Span:
+        start, end = self.span_of(first), self.span_of(last)
+        return Span(start.start_line, start.start_col, end.end_line, end.end_col)
+
+    def source_of(self, node: ast.AST) -> str:
+        return self.text_in(self.span_of(node))
+
+    def text_in(self, span: Span) -> str:
+        if span.start_line == span.end_line:
+            return self.index.line(span.start_line)[span.start_col : span.end_col]
+        parts = [self.index.line(span.start_line)[span.start_col :]]
+        for line in range(span.start_line + 1, span.end_line):
+            parts.append(self.index.line(line))
+        parts.append(self.index.line(span.end_line)[: span.end_col])
+        return "\n".join(parts)
+
+    def indentation_of(self, line: int) -> str:
+        text = self.index.line(line)
+        return text[: len(text) - len(text.lstrip(" \t"))]
+
+    def line_break(self) -> str:
+        """The document's own line ending, so inserted lines match the file's style."""
+        for brk in self.index.breaks:
+            if brk:
+                return brk
+        return "\n"
+
+
+def parse_tolerant(text: str, index: LineIndex) -> tuple[ast.Module, list[SyntaxProblem]]:
+    # NUL bytes make `ast.parse` refuse the whole file; a space keeps every column in place.
+    source = text.replace("\0", " ") if "\0" in text else text
+    tree = _try_parse(source)
+    if tree is not None:
+        return tree, []
+    problems: list[SyntaxProblem] = []
+    body: list[ast.stmt] = []
+    lines = list(index.lines)
+    if "\0" in text:
+        lines = [line.replace("\0", " ") for line in lines]
+    for start, end in top_level_blocks(lines):
+        body.extend(_parse_block(lines, start, end, problems))
+    return ast.Module(body=body, type_ignores=[]), problems
+
+
+def _try_parse(source: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            # invalid escape sequences and similar warnings are the user's business, not ours
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _syntax_error(source: str) -> SyntaxError | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source)
+    except SyntaxError as error:
+        return error
+    except (ValueError, MemoryError, RecursionError) as error:
+        return SyntaxError(str(error))
+    return None
+
+
+def top_level_blocks(lines: list[str]) -> list[tuple[int, int]]:
+    """Split a file into runs of lines that each hold one or more whole top-level statements.
+
+    A new block starts at a non-blank, non-comment line at column 0 that is outside any bracket
+    or triple-quoted string and is not a continuation (`else:`, a closing bracket, a decorated
+    definition's `def` after its decorators).
+    """
+    starts: list[int] = []
+    depth = 0
+    in_string: str | None = None
+    previous_was_decorator = False
+    for number, line in enumerate(lines):
+        at_top = depth == 0 and in_string is None
+        stripped = line.lstrip()
+        if at_top and stripped and line[0] not in " \t#" and not _is_continuation(stripped):
+            if not previous_was_decorator:
+                starts.append(number)
+            previous_was_decorator = stripped.startswith("@")
+        depth, in_string = _scan_brackets(line, depth, in_string)
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    ends = starts[1:] + [len(lines)]
+    return list(zip(starts, ends, strict=True))
+
+
+def _is_continuation(stripped: str) -> bool:
+    if stripped[0] in ")]}":
+        return True
+    word = re.match(r"[A-Za-z_]+", stripped)
+    return word is not None and word.group() in CONTINUATION_KEYWORDS
+
+
+def _scan_brackets(line: str, depth: int, in_string: str | None) -> tuple[int, str | None]:
+    """Track bracket depth and open triple-quoted strings across a line (a light tokenizer)."""
+    position = 0
+    length = len(line)
+    while position < length:
+        char = line[position]
+        if in_string is not None:
+            if char == "\\":
+                position += 2
+                continue
+            if line.startswith(in_string, position):
+                position += len(in_string)
+                in_string = None
+                continue
+            position += 1
+            continue
+        if char == "#":
+            break
+        if char in "\"'":
+            triple = char * 3
+            if line.startswith(triple, position):
+                in_string = triple
+                position += 3
+                continue
+            closing = _end_of_single_quoted(line, position + 1, char)
+            position = closing
+            continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        position += 1
+    return depth, in_string
+
+
+def _end_of_single_quoted(line: str, position: int, quote: str) -> int:
+    while position < len(line):
+        if line[position] == "\\":
+            position += 2
+            continue
+        if line[position] == quote:
+            return position + 1
+        position += 1
+    return len(line)
+
+
+def _parse_block(
+    lines: list[str], start: int, end: int, problems: list[SyntaxProblem]
+) -> list[ast.stmt]:
+    """Parse lines[start:end] at their real line numbers, repairing what does not parse."""
+    block = lines[start:end]
+    repaired = False
+    for _ in range(MAX_REPAIRS_PER_BLOCK):
+        # Leading newlines put every node at its real line number without renumbering.
+        source = "\n" * start + "\n".join(block)
+        error = _syntax_error(source)
+        if error is None:
+            tree = _try_parse(source)
+            return tree.body if tree is not None else []
+        if not repaired:
+            problems.append(_problem_of(error))
+            repaired = True
+        if not _repair(block, start, error):
+            break
+    return []
+
+
+def _problem_of(error: SyntaxError) -> SyntaxProblem:
+    line = max(0, (error.lineno or 1) - 1)
+    col = max(0, (error.offset or 1) - 1)
+    return SyntaxProblem(line, col, error.msg or "invalid syntax")
+
+
+def _repair(block: list[str], start: int, error: SyntaxError) -> bool:
+    """Change the block so that the statement the error points at no longer breaks the rest.
+
+    Every repair keeps the number of lines, so all other statements keep their positions.
+    """
+    message = error.msg or ""
+    header = INDENTED_BLOCK_AFTER.search(message)
+    if header:
+        # `for x in loader:` with no body yet: give it one on the same line.
+        offset = int(header.group(1)) - 1 - start
+        if 0 <= offset < len(block) and "#" not in block[offset]:
+            block[offset] = block[offset].rstrip() + " pass"
+            return True
+    offset = (error.lineno or 1) - 1 - start
+    if not 0 <= offset < len(block):
+        offset = len(block) - 1
+    # An unclosed bracket is reported at its opening line; the statement runs to the end.
+    if "was never closed" in message or "unexpected EOF" in message:
+        return _blank_from(block, offset)
+    if "unexpected indent" in message or "unindent does not match" in message:
+        block[offset] = ""
+        return True
+    if block[offset].strip() in ("", "pass"):
+        # The error lies on a line we cannot mend by itself: drop the statement before it.
+        return _blank_previous_statement(block, offset)
+    indent = block[offset][: len(block[offset]) - len(block[offset].lstrip(" \t"))]
+    block[offset] = indent + "pass"
+    return True
+
+
+def _blank_from(block: list[str], offset: int) -> bool:
+    """Replace the statement opened at `offset` by `pass`, with the lines that continue it.
+
+    The continuation is taken to be the following lines indented deeper than the opener: while
+    typing `loss = criterion(out,` the next statement usually sits at the opener's indentation.
+    """
+    indent = _indent(block[offset])
+    changed = block[offset] != indent + "pass"
+    block[offset] = indent + "pass"
+    for position in range(offset + 1, len(block)):
+        line = block[position]
+        if not line.strip():
+            continue
+        if len(_indent(line)) <= len(indent) and not _is_continuation(line.lstrip()):
+            break
+        block[position] = ""
+        changed = True
+    return changed
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _blank_previous_statement(block: list[str], offset: int) -> bool:
+    for position in range(offset - 1, -1, -1):
+        if block[position].strip() and block[position].strip() != "pass":
+            indent = block[position][: len(block[position]) - len(block[position].lstrip(" \t"))]
+            block[position] = indent + "pass"
+            return True
+    return False

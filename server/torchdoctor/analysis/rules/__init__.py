@@ -1,0 +1,5 @@
+"""One module per rule family; importing this package registers every rule."""
+
+from . import api, autograd, data, distributed, evaluation, layout, modules
+
+__all__ = ["api", "autograd", "data", "distributed", "evaluation", "layout", "modules"]

@@ -1,0 +1,1 @@
+"""Rules of the api family (see DESIGN.md §3)."""

@@ -1,0 +1,1 @@
+"""Rules of the data family (see DESIGN.md §3)."""

@@ -1,0 +1,1 @@
+"""Rules of the distributed family (see DESIGN.md §3)."""

@@ -1,0 +1,1 @@
+"""Rules of the evaluation family (see DESIGN.md §3)."""

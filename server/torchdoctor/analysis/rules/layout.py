@@ -1,0 +1,1 @@
+"""Rules of the layout family (see DESIGN.md §3)."""

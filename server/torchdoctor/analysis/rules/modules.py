@@ -1,0 +1,1 @@
+"""Rules of the modules family (see DESIGN.md §3)."""

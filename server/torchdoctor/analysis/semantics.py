@@ -1,0 +1,429 @@
+"""What the names in one document mean, computed in one walk over the tree and shared by all rules.
+
+jedi cannot follow `nn.Module.__call__` and needs seconds to load torch, so the rules work on the
+syntax and on the local data flow recorded here: which imports a name stands for, which variables
+hold optimizers, models, loaders and losses, which loops train.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
+Loop = ast.For | ast.AsyncFor | ast.While
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+NO_GRAD_CONTEXTS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+        "torch.set_grad_enabled",  # only when called with False; checked at the call
+    }
+)
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "torch.nn.modules.module.Module",
+        "pytorch_lightning.LightningModule",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+    }
+)
+SCHEDULER_NAME = re.compile(r"sched|lr_?policy|warmup", re.IGNORECASE)
+OPTIMIZER_NAME = re.compile(r"optim|^(\w+_)?opt(_\w+|[a-z0-9]{0,2})?$", re.IGNORECASE)
+MODEL_NAME = re.compile(
+    r"^(model|net|network|module|encoder|decoder|backbone|generator|discriminator|classifier"
+    r"|netg|netd|g|d|student|teacher|critic|actor|policy|unet|vae|ema_model)(_\w+)?$"
+    r"|^\w+_(model|net|encoder|decoder)$",
+    re.IGNORECASE,
+)
+OPTIMIZER_FACTORIES = (
+    "transformers.AdamW",
+    "transformers.optimization.AdamW",
+    "transformers.Adafactor",
+    "timm.optim.create_optimizer",
+    "timm.optim.create_optimizer_v2",
+)
+OPTIMIZER_PACKAGES = ("torch.optim.", "bitsandbytes.optim.", "apex.optimizers.", "torch_optimizer.")
+MODEL_FACTORIES = (
+    "torchvision.models.",
+    "timm.create_model",
+    "transformers.",
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.DataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.compile",
+)
+LOADER_CLASSES = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+
+
+class ValueKind(str, Enum):
+    OPTIMIZER = "optimizer"
+    SCHEDULER = "scheduler"
+    MODEL = "model"
+    LOADER = "loader"
+    CRITERION = "criterion"
+    SAMPLER = "sampler"
+
+
+@dataclass
+class Semantics:
+    tree: ast.Module
+    imports: dict[str, str] = field(default_factory=dict)
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    calls: list[ast.Call] = field(default_factory=list)
+    calls_by_attr: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
+    calls_by_qualname: dict[str, list[ast.Call]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+    classes: list[ast.ClassDef] = field(default_factory=list)
+    module_classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    kinds: dict[str, ValueKind] = field(default_factory=dict)
+    _zeroing_functions: set[str] | None = None
+    # facts derived on demand by shared helpers (training structure, data flow), per version
+    derived: dict[str, Any] = field(default_factory=dict)
+
+    # ---- name resolution -------------------------------------------------------------------
+    def dotted(self, node: ast.AST) -> str | None:
+        """`self.opt` for `self.opt`, `a.b.c` for an attribute chain of names; else None."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+
+    def qualname(self, node: ast.AST) -> str | None:
+        """The imported name an expression stands for: `F.relu` → `torch.nn.functional.relu`."""
+        dotted = self.dotted(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        target = self.imports.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def call_qualname(self, call: ast.Call) -> str | None:
+        return self.qualname(call.func)
+
+    def is_torch_name(self, node: ast.AST, *qualnames: str) -> bool:
+        return self.qualname(node) in qualnames
+
+    # ---- tree navigation ------------------------------------------------------------------
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        current = self.parents.get(node)
+        while current is not None:
+            yield current
+            current = self.parents.get(current)
+
+    def enclosing_loops(self, node: ast.AST) -> list[Loop]:
+        """Loops around `node`, innermost first, stopping at the enclosing function or class.
+
+        A node in a loop's `else:` or in its iterable is not part of an iteration.
+        """
+        loops: list[Loop] = []
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, FUNCTION_NODES):
+                break
+            if isinstance(ancestor, LOOP_NODES) and _is_in_loop_body(ancestor, child):
+                loops.append(ancestor)
+            child = ancestor
+        return loops
+
+    def enclosing_function(self, node: ast.AST) -> Function | None:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
+                return ancestor
+            if isinstance(ancestor, ast.ClassDef | ast.Lambda):
+                return None
+        return None
+
+    def enclosing_statement(self, node: ast.AST) -> ast.stmt | None:
+        current: ast.AST | None = node
+        while current is not None and not isinstance(current, ast.stmt):
+            current = self.parents.get(current)
+        return current
+
+    def in_loop(self, node: ast.AST, loop: Loop) -> bool:
+        return loop in self.enclosing_loops(node)
+
+    def in_no_grad(self, node: ast.AST) -> bool:
+        """True under `with torch.no_grad()`/`inference_mode()`, or in a function decorated so."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, ast.With | ast.AsyncWith):
+                if any(self.is_no_grad_context(item.context_expr) for item in ancestor.items):
+                    return True
+            if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
+                if any(self.is_no_grad_context(d) for d in ancestor.decorator_list):
+                    return True
+                return False
+        return False
+
+    def is_no_grad_context(self, expr: ast.AST) -> bool:
+        target = expr.func if isinstance(expr, ast.Call) else expr
+        name = self.qualname(target)
+        if name is None or name not in NO_GRAD_CONTEXTS:
+            return False
+        if name == "torch.set_grad_enabled":
+            return (
+                isinstance(expr, ast.Call)
+                and bool(expr.args)
+                and isinstance(expr.args[0], ast.Constant)
+                and expr.args[0].value is False
+            )
+        if name.endswith("inference_mode") and isinstance(expr, ast.Call) and expr.args:
+            first = expr.args[0]
+            return not (isinstance(first, ast.Constant) and first.value is False)
+        return True
+
+    # ---- what values are ------------------------------------------------------------------
+    def kind_of(self, node: ast.AST) -> ValueKind | None:
+        """What a name or attribute holds, from its assignments in this file, else its name."""
+        dotted = self.dotted(node)
+        if dotted is None:
+            return None
+        known = self.kinds.get(dotted)
+        if known is not None:
+            return known
+        last = dotted.rsplit(".", 1)[-1]
+        if SCHEDULER_NAME.search(last):
+            return ValueKind.SCHEDULER
+        if OPTIMIZER_NAME.search(last):
+            return ValueKind.OPTIMIZER
+        if MODEL_NAME.search(last):
+            return ValueKind.MODEL
+        return None
+
+    def is_optimizer(self, node: ast.AST) -> bool:
+        return self.kind_of(node) is ValueKind.OPTIMIZER
+
+    def zeroing_functions(self) -> set[str]:
+        """Local functions (by name) whose bodies zero gradients: calling one counts as zeroing.
+
+        Computed on first use: only files with a suspicious training loop pay for it.
+        """
+        if self._zeroing_functions is None:
+            self._zeroing_functions = set()
+            changed = True
+            while changed:
+                changed = False
+                for function in self.functions:
+                    if function.name in self._zeroing_functions:
+                        continue
+                    if any(is_zeroing(self, node) for node in ast.walk(function)):
+                        self._zeroing_functions.add(function.name)
+                        changed = True
+        return self._zeroing_functions
+
+    def method_calls(self, name: str) -> list[ast.Call]:
+        return self.calls_by_attr.get(name, [])
+
+    def calls_to(self, *qualnames: str) -> Iterator[ast.Call]:
+        for qualname in qualnames:
+            yield from self.calls_by_qualname.get(qualname, [])
+
+
+def _is_in_loop_body(loop: Loop, child: ast.AST) -> bool:
+    if child in loop.orelse:
+        return False
+    if isinstance(loop, ast.While):
+        return child is not loop.test
+    return child is not loop.iter and child is not loop.target
+
+
+def build_semantics(tree: ast.Module) -> Semantics:
+    sem = Semantics(tree)
+    parents = sem.parents
+    stack: list[ast.AST] = [tree]
+    # One walk records parents and indexes the nodes rules ask about.
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+            stack.append(child)
+        if isinstance(node, ast.Call):
+            sem.calls.append(node)
+            if isinstance(node.func, ast.Attribute):
+                sem.calls_by_attr[node.func.attr].append(node)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            _record_import(sem, node)
+        elif isinstance(node, LOOP_NODES):
+            sem.loops.append(node)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            sem.functions.append(node)
+        elif isinstance(node, ast.ClassDef):
+            sem.classes.append(node)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            sem.assigns.append(node)
+    # The walk is depth-first from the end; source order is what rules expect.
+    for collection in (sem.calls, sem.loops, sem.functions, sem.classes, sem.assigns):
+        collection.sort(key=_position)
+    for calls in sem.calls_by_attr.values():
+        calls.sort(key=_position)
+    for call in sem.calls:
+        qualname = sem.call_qualname(call)
+        if qualname is not None:
+            sem.calls_by_qualname[qualname].append(call)
+    _find_module_classes(sem)
+    _record_value_kinds(sem)
+    return sem
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _record_import(sem: Semantics, node: ast.Import | ast.ImportFrom) -> None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                sem.imports[alias.asname] = alias.name
+            else:
+                # `import torch.nn` binds `torch`, through which `torch.nn` is reached
+                head = alias.name.split(".", 1)[0]
+                sem.imports[head] = head
+        return
+    if node.level or node.module is None:
+        return
+    for alias in node.names:
+        if alias.name == "*":
+            continue
+        sem.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+
+def _find_module_classes(sem: Semantics) -> None:
+    """nn.Module subclasses, including subclasses of this file's own subclasses."""
+    changed = True
+    while changed:
+        changed = False
+        for cls in sem.classes:
+            if cls.name in sem.module_classes:
+                continue
+            for base in cls.bases:
+                qualname = sem.qualname(base)
+                dotted = sem.dotted(base)
+                if (
+                    (qualname is not None and _is_module_base(qualname))
+                    or (dotted is not None and dotted in sem.module_classes)
+                ):
+                    sem.module_classes[cls.name] = cls
+                    changed = True
+                    break
+
+
+def _is_module_base(qualname: str) -> bool:
+    if qualname in MODULE_BASES:
+        return True
+    # nn.Sequential, nn.ModuleList and every other torch.nn class are modules too
+    head, _, last = qualname.rpartition(".")
+    return head in ("torch.nn", "torch.nn.modules") and last[:1].isupper()
+
+
+def _record_value_kinds(sem: Semantics) -> None:
+    for assign in sem.assigns:
+        if isinstance(assign, ast.AugAssign) or assign.value is None:
+            continue
+        kind = _kind_of_value(sem, assign.value)
+        if kind is None:
+            continue
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        for target in targets:
+            dotted = sem.dotted(target)
+            if dotted is not None:
+                sem.kinds[dotted] = kind
+    for function in sem.functions:
+        arguments = function.args
+        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+            if arg.annotation is None:
+                continue
+            annotation = sem.qualname(arg.annotation) or sem.dotted(arg.annotation) or ""
+            if annotation.endswith("Optimizer"):
+                sem.kinds.setdefault(arg.arg, ValueKind.OPTIMIZER)
+            elif annotation.endswith("DataLoader"):
+                sem.kinds.setdefault(arg.arg, ValueKind.LOADER)
+            elif annotation.endswith("Module") or annotation in sem.module_classes:
+                sem.kinds.setdefault(arg.arg, ValueKind.MODEL)
+
+
+def _kind_of_value(sem: Semantics, value: ast.AST) -> ValueKind | None:
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    # `model = model.to(device)`, `net = Net().cuda()` keep what the receiver is
+    if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "train", "eval"):
+        receiver = func.value
+        if isinstance(receiver, ast.Call):
+            return _kind_of_value(sem, receiver)
+        dotted = sem.dotted(receiver)
+        return sem.kinds.get(dotted) if dotted else None
+    qualname = sem.qualname(func)
+    dotted = sem.dotted(func)
+    if dotted is not None and dotted in sem.module_classes:
+        return ValueKind.MODEL
+    if qualname is None:
+        return None
+    last = qualname.rsplit(".", 1)[-1]
+    if "lr_scheduler" in qualname:
+        return ValueKind.SCHEDULER
+    if qualname.startswith(OPTIMIZER_PACKAGES) and last[:1].isupper() and last != "Optimizer":
+        return ValueKind.OPTIMIZER
+    if qualname in OPTIMIZER_FACTORIES:
+        return ValueKind.OPTIMIZER
+    if qualname in LOADER_CLASSES:
+        return ValueKind.LOADER
+    if "Sampler" in last and qualname.startswith("torch.utils.data"):
+        return ValueKind.SAMPLER
+    if qualname.startswith("torch.nn.") and last.endswith("Loss"):
+        return ValueKind.CRITERION
+    if qualname.startswith("torch.nn.") and last[:1].isupper() and "functional" not in qualname:
+        return ValueKind.MODEL
+    if qualname.startswith(MODEL_FACTORIES):
+        return ValueKind.MODEL
+    return None
+
+
+def is_zeroing(sem: Semantics, node: ast.AST) -> bool:
+    """`opt.zero_grad()`, `model.zero_grad()`, `p.grad = None`, `p.grad.zero_()` and kin."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if "zero_grad" in name:
+            return True
+        if sem._zeroing_functions and name in sem._zeroing_functions:
+            return True
+        if isinstance(func, ast.Attribute) and name in ("zero_", "fill_", "detach_", "mul_"):
+            return _mentions_grad(func.value)
+        return False
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets)
+    return False
+
+
+def _mentions_grad(node: ast.AST) -> bool:
+    while isinstance(node, ast.Attribute):
+        if node.attr == "grad":
+            return True
+        node = node.value
+    return False

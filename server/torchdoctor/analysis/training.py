@@ -1,0 +1,224 @@
+"""The shape of training code: which loops train, and where in them gradients are computed,
+applied and zeroed. Shared by the autograd, evaluation and data rules."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .semantics import Function, Loop, Semantics, ValueKind, is_zeroing
+
+ZEROING_ATTRS = ("zero_", "fill_", "detach_", "mul_")
+
+
+@dataclass
+class TrainingLoop:
+    """A loop whose iterations each reach `.backward()` and an optimizer step."""
+
+    loop: Loop
+    backward_calls: list[ast.Call] = field(default_factory=list)
+    step_calls: list[ast.Call] = field(default_factory=list)
+    zeroing: list[ast.AST] = field(default_factory=list)
+
+    @property
+    def optimizer_names(self) -> list[str]:
+        names: list[str] = []
+        for call in self.step_calls:
+            name = step_target_name(call)
+            if name is not None and name not in names:
+                names.append(name)
+        return names
+
+
+@dataclass
+class TrainingStructure:
+    sem: Semantics
+
+    @cached_property
+    def backward_calls(self) -> list[ast.Call]:
+        calls = [c for c in self.sem.method_calls("backward") if is_backward_call(self.sem, c)]
+        calls.extend(self.sem.calls_to("torch.autograd.backward"))
+        return sorted(calls, key=_position)
+
+    @cached_property
+    def step_calls(self) -> list[ast.Call]:
+        return [c for c in self.sem.method_calls("step") if is_optimizer_step(self.sem, c)]
+
+    @cached_property
+    def zeroing_nodes(self) -> list[ast.AST]:
+        sem = self.sem
+        nodes: list[ast.AST] = []
+        for attr, calls in sem.calls_by_attr.items():
+            if "zero_grad" in attr or attr in ZEROING_ATTRS:
+                nodes.extend(call for call in calls if is_zeroing(sem, call))
+        for call in sem.calls:
+            if isinstance(call.func, ast.Name) and "zero_grad" in call.func.id:
+                nodes.append(call)
+        for assign in sem.assigns:
+            if not isinstance(assign, ast.AugAssign) and is_zeroing(sem, assign):
+                nodes.append(assign)
+        return sorted(nodes, key=_position)
+
+    def zeroing_in(self, loop: Loop) -> list[ast.AST]:
+        found = [node for node in self.zeroing_nodes if loop in self.sem.enclosing_loops(node)]
+        if found:
+            return found
+        # A call to a local helper that zeroes (`reset_grads(model)`) counts too.
+        helpers = self.sem.zeroing_functions()
+        if not helpers:
+            return []
+        for call in self.sem.calls:
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in helpers and loop in self.sem.enclosing_loops(call):
+                found.append(call)
+        return found
+
+    @cached_property
+    def training_loops(self) -> list[TrainingLoop]:
+        """For each optimizer step, the innermost loop around it that also reaches backward()."""
+        sem = self.sem
+        backward_loops = [set(map(id, sem.enclosing_loops(call))) for call in self.backward_calls]
+        loops: dict[int, TrainingLoop] = {}
+        for step in self.step_calls:
+            for loop in sem.enclosing_loops(step):
+                if any(id(loop) in ids for ids in backward_loops):
+                    entry = loops.get(id(loop))
+                    if entry is None:
+                        entry = loops[id(loop)] = TrainingLoop(loop)
+                    entry.step_calls.append(step)
+                    break
+        for entry in loops.values():
+            entry.backward_calls = [
+                call for call in self.backward_calls if entry.loop in sem.enclosing_loops(call)
+            ]
+            entry.zeroing = self.zeroing_in(entry.loop)
+        return sorted(loops.values(), key=lambda entry: _position(entry.loop))
+
+    def loops_with_backward(self) -> list[Loop]:
+        seen: dict[int, Loop] = {}
+        for call in self.backward_calls:
+            for loop in self.sem.enclosing_loops(call):
+                seen.setdefault(id(loop), loop)
+        return sorted(seen.values(), key=_position)
+
+
+def is_backward_call(sem: Semantics, call: ast.Call) -> bool:
+    """`loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "backward":
+        return False
+    # `model.backward(...)` is a method of the user's own class, not autograd (DeepSpeed engines
+    # zero their gradients themselves in step())
+    return sem.kind_of(func.value) is not ValueKind.MODEL
+
+
+def is_optimizer_step(sem: Semantics, call: ast.Call) -> bool:
+    """`opt.step()`, `opt.step(closure)`, `scaler.step(opt)`; not `scheduler.step()`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "step":
+        return False
+    kind = sem.kind_of(func.value)
+    if kind is ValueKind.OPTIMIZER:
+        return True
+    if kind is ValueKind.SCHEDULER:
+        return False
+    # GradScaler.step(optimizer)
+    return bool(call.args) and sem.kind_of(call.args[0]) is ValueKind.OPTIMIZER
+
+
+def step_target_name(call: ast.Call) -> str | None:
+    """The optimizer a step applies: `opt` for `opt.step()` and for `scaler.step(opt)`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = _dotted(func.value)
+    if call.args and receiver is not None and "scaler" in receiver.lower():
+        return _dotted(call.args[0])
+    return receiver
+
+
+def zeroing_receiver(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return _dotted(node.func.value)
+    return None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    return _position(node)
+
+
+def statement_list_of(sem: Semantics, statement: ast.stmt) -> list[ast.stmt] | None:
+    """The block (list of statements) that holds `statement`."""
+    parent = sem.parent(statement)
+    if parent is None:
+        return None
+    for name in ("body", "orelse", "finalbody", "handlers"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and statement in block:
+            return block
+    return None
+
+
+def exits_after(sem: Semantics, statement: ast.stmt) -> bool:
+    """True when the block holding `statement` leaves the iteration right after it
+    (`continue`, `break`, `return`, `raise`): what follows is not reached from here."""
+    block = statement_list_of(sem, statement)
+    if block is None:
+        return False
+    later = block[block.index(statement) + 1 :]
+    return any(isinstance(s, ast.Continue | ast.Break | ast.Return | ast.Raise) for s in later)
+
+
+def in_exclusive_branches(sem: Semantics, first: ast.AST, second: ast.AST) -> bool:
+    """True when the two nodes sit in different branches of one `if`/`try` (never both run)."""
+    first_chain = [first, *sem.ancestors(first)]
+    second_chain = [second, *sem.ancestors(second)]
+    second_ids = {id(node) for node in second_chain}
+    for index, node in enumerate(first_chain):
+        if id(node) not in second_ids:
+            continue
+        if not isinstance(node, ast.If | ast.Try | ast.IfExp | ast.Match):
+            return False
+        child_of_first = first_chain[index - 1] if index else None
+        child_of_second = second_chain[second_chain.index(node) - 1]
+        return _branch_of(node, child_of_first) != _branch_of(node, child_of_second)
+    return False
+
+
+def _branch_of(node: ast.AST, child: ast.AST | None) -> str:
+    for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+        block = getattr(node, name, None)
+        if isinstance(block, list) and child in block:
+            return name
+        if block is child:
+            return name
+    return "test"
+
+
+def function_scope(sem: Semantics, node: ast.AST) -> Function | ast.Module:
+    return sem.enclosing_function(node) or sem.tree
+
+
+def training_of(sem: Semantics) -> TrainingStructure:
+    """The training structure of a document, computed once and shared by every rule."""
+    structure = sem.derived.get("training")
+    if structure is None:
+        structure = sem.derived["training"] = TrainingStructure(sem)
+    return structure

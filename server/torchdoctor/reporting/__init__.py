@@ -1,0 +1,1 @@
+"""The CLI side of `check`: finding files, running the engine over them, printing results."""

@@ -1,0 +1,41 @@
+// Bundles the extension (Node, CommonJS, `vscode` external) and the report webview script
+// (browser, IIFE). `--production` minifies and drops source maps; `--watch` rebuilds on change.
+import * as esbuild from "esbuild";
+
+const production = process.argv.includes("--production");
+const watch = process.argv.includes("--watch");
+
+const common = {
+  bundle: true,
+  minify: production,
+  sourcemap: production ? false : "linked",
+  logLevel: "info",
+  target: "es2022",
+};
+
+const builds = [
+  {
+    ...common,
+    entryPoints: ["src/extension.ts"],
+    outfile: "out/extension.js",
+    platform: "node",
+    format: "cjs",
+    external: ["vscode"],
+  },
+  {
+    ...common,
+    entryPoints: ["src/webview/main.ts"],
+    outfile: "out/webview.js",
+    platform: "browser",
+    format: "iife",
+  },
+];
+
+if (watch) {
+  for (const options of builds) {
+    const context = await esbuild.context(options);
+    await context.watch();
+  }
+} else {
+  await Promise.all(builds.map((options) => esbuild.build(options)));
+}

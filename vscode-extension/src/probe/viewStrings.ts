@@ -1,0 +1,46 @@
+// The report view's UI strings, localized on the extension side (vscode.l10n) and sent to
+// the webview with each state, since the webview cannot call vscode.l10n itself.
+import * as vscode from "vscode";
+
+export function viewStrings(): Record<string, string> {
+  return {
+    idle: vscode.l10n.t("No probe has run yet. Use \"Probe model\" above an nn.Module class."),
+    running: vscode.l10n.t("Probing {0}…"),
+    cancel: vscode.l10n.t("Cancel"),
+    cancelled: vscode.l10n.t("The probe of {0} was cancelled."),
+    failed: vscode.l10n.t("The probe of {0} failed"),
+    rerun: vscode.l10n.t("Run again"),
+    changeInput: vscode.l10n.t("Change input…"),
+    summary: vscode.l10n.t("Summary"),
+    params: vscode.l10n.t("Parameters"),
+    trainable: vscode.l10n.t("trainable"),
+    size: vscode.l10n.t("Parameter size"),
+    flops: vscode.l10n.t("FLOPs (forward)"),
+    flopsTrain: vscode.l10n.t("FLOPs (forward + backward)"),
+    latency: vscode.l10n.t("Forward latency"),
+    latencyTrain: vscode.l10n.t("Forward + backward latency"),
+    peakMemory: vscode.l10n.t("Peak memory"),
+    device: vscode.l10n.t("Device"),
+    input: vscode.l10n.t("Input"),
+    torch: vscode.l10n.t("torch"),
+    modules: vscode.l10n.t("Modules"),
+    module: vscode.l10n.t("Module"),
+    type: vscode.l10n.t("Type"),
+    outputShape: vscode.l10n.t("Output shape"),
+    time: vscode.l10n.t("Forward time"),
+    memory: vscode.l10n.t("Memory"),
+    timeByModule: vscode.l10n.t("Time by module"),
+    memoryByModule: vscode.l10n.t("Memory by module"),
+    timeByLine: vscode.l10n.t("Time by source line"),
+    memoryByLine: vscode.l10n.t("Memory by source line"),
+    topOps: vscode.l10n.t("Top operators"),
+    operator: vscode.l10n.t("Operator"),
+    selfTime: vscode.l10n.t("Self time"),
+    calls: vscode.l10n.t("Calls"),
+    findings: vscode.l10n.t("Findings"),
+    noFindings: vscode.l10n.t("No runtime findings."),
+    recommendation: vscode.l10n.t("Distributed training"),
+    source: vscode.l10n.t("Source"),
+    none: vscode.l10n.t("no data"),
+  };
+}
