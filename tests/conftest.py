@@ -1,4 +1,4 @@
-"""Shared test helpers: fixture discovery and the `# expect: TDxxx` markers positive fixtures use."""
+"""Shared test helpers: fixture discovery and the `# expect: TDxxx` markers of fixtures."""
 
 from __future__ import annotations
 

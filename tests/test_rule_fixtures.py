@@ -15,7 +15,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from torchdoctor.analysis import REGISTRY, Config, Document, check
 from torchdoctor.reporting.checking import check_source
 
@@ -33,8 +32,12 @@ def test_fixture_findings_match_markers(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     expected = expected_findings(text)
     codes = {path.parent.name} | {code for _, code in expected}
-    found = {(f.span.start_line + 1, f.code) for f in check(text, str(path), ALL) if f.code in codes}
-    assert found == expected, f"missing: {sorted(expected - found)}; unexpected: {sorted(found - expected)}"
+    found = {
+        (f.span.start_line + 1, f.code) for f in check(text, str(path), ALL) if f.code in codes
+    }
+    assert found == expected, (
+        f"missing: {sorted(expected - found)}; unexpected: {sorted(found - expected)}"
+    )
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=_id)
@@ -44,7 +47,9 @@ def test_fixture_names_say_what_they_are(path: Path) -> None:
         assert not {code for _, code in expected if code == path.parent.name}
     else:
         assert path.name.startswith("positive"), "fixtures are named positive_*.py or negative_*.py"
-        assert any(code == path.parent.name for _, code in expected), "a positive fixture marks a line"
+        assert any(code == path.parent.name for _, code in expected), (
+            "a positive fixture marks a line"
+        )
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=_id)
@@ -84,9 +89,15 @@ def _names(text: str) -> Counter[str]:
 
 
 def test_every_rule_has_fixtures() -> None:
-    missing = [info.code for info in REGISTRY if info.code != "TD601"
-               and not list((FIXTURES / info.code).glob("positive_*.py"))]
+    missing = [
+        info.code
+        for info in REGISTRY
+        if info.code != "TD601" and not list((FIXTURES / info.code).glob("positive_*.py"))
+    ]
     assert not missing, f"rules without a positive fixture: {missing}"
-    missing_negative = [info.code for info in REGISTRY if info.code != "TD601"
-                        and not list((FIXTURES / info.code).glob("negative_*.py"))]
+    missing_negative = [
+        info.code
+        for info in REGISTRY
+        if info.code != "TD601" and not list((FIXTURES / info.code).glob("negative_*.py"))
+    ]
     assert not missing_negative, f"rules without a negative fixture: {missing_negative}"

@@ -33,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="output format (default: text)",
     )
     check.add_argument("--fix", action="store_true", help="apply the fixes and report them")
-    check.add_argument("--diff", action="store_true", help="show the fixes as a diff, write nothing")
+    check.add_argument(
+        "--diff", action="store_true", help="show the fixes as a diff, write nothing"
+    )
     check.add_argument(
         "--unsafe-fixes",
         action="store_true",

@@ -17,12 +17,12 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 KNOWN_KEYS = {
-    "select": "list of rule codes or prefixes to enable (\"ALL\" for every rule)",
+    "select": 'list of rule codes or prefixes to enable ("ALL" for every rule)',
     "extend-select": "codes or prefixes enabled on top of `select`",
     "ignore": "list of rule codes or prefixes to disable",
     "per-file-ignores": "table of glob pattern -> list of codes ignored in matching files",
     "severity": "table of code -> error | warning | information | hint",
-    "target-torch": "torch version the code targets, e.g. \"2.13\"",
+    "target-torch": 'torch version the code targets, e.g. "2.13"',
     "exclude": "gitignore-style patterns of paths `check` skips",
 }
 NEWEST_TORCH = (2, 13)
@@ -192,7 +192,7 @@ def parse_version(text: str) -> tuple[int, int]:
     try:
         return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
     except ValueError:
-        raise ConfigError(f"expected a version like \"2.13\", not {text!r}") from None
+        raise ConfigError(f'expected a version like "2.13", not {text!r}') from None
 
 
 def _strings(value: Any) -> list[str]:

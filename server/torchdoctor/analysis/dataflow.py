@@ -67,13 +67,18 @@ def _build_flow(scope: ast.AST) -> ScopeFlow:
         elif isinstance(target, ast.Tuple | ast.List):
             for element in target.elts:
                 # unpacking: each element depends on the whole value
-                bind(element.value if isinstance(element, ast.Starred) else element, statement,
-                     value)
+                bind(
+                    element.value if isinstance(element, ast.Starred) else element, statement, value
+                )
 
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         arguments = scope.args
-        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                    *(a for a in (arguments.vararg, arguments.kwarg) if a is not None)]:
+        for arg in [
+            *arguments.posonlyargs,
+            *arguments.args,
+            *arguments.kwonlyargs,
+            *(a for a in (arguments.vararg, arguments.kwarg) if a is not None),
+        ]:
             flow.definitions.setdefault(arg.arg, []).append(
                 Definition(arg.arg, scope, None, (0, 0))
             )

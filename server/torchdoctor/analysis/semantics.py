@@ -43,9 +43,9 @@ MODULE_BASES = frozenset(
 SCHEDULER_NAME = re.compile(r"sched|lr_?policy|warmup", re.IGNORECASE)
 OPTIMIZER_NAME = re.compile(r"optim|^(\w+_)?opt(_\w+|[a-z0-9]{0,2})?$", re.IGNORECASE)
 MODEL_NAME = re.compile(
-    r"^(model|net|network|module|encoder|decoder|backbone|generator|discriminator|classifier"
-    r"|netg|netd|g|d|student|teacher|critic|actor|policy|unet|vae|ema_model)(_\w+)?$"
-    r"|^\w+_(model|net|encoder|decoder)$",
+    r"^(model|net|network|encoder|decoder|backbone|generator|discriminator|classifier"
+    r"|netg|netd|student|teacher|critic|unet|vae|ema_model|ddp_model)(_?[a-z0-9]{1,3})?$"
+    r"|^\w+_(model|net)$",
     re.IGNORECASE,
 )
 OPTIMIZER_FACTORIES = (
@@ -84,9 +84,7 @@ class Semantics:
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
     calls: list[ast.Call] = field(default_factory=list)
     calls_by_attr: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
-    calls_by_qualname: dict[str, list[ast.Call]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
+    calls_by_qualname: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
     assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
     functions: list[Function] = field(default_factory=list)
@@ -323,9 +321,8 @@ def _find_module_classes(sem: Semantics) -> None:
             for base in cls.bases:
                 qualname = sem.qualname(base)
                 dotted = sem.dotted(base)
-                if (
-                    (qualname is not None and _is_module_base(qualname))
-                    or (dotted is not None and dotted in sem.module_classes)
+                if (qualname is not None and _is_module_base(qualname)) or (
+                    dotted is not None and dotted in sem.module_classes
                 ):
                     sem.module_classes[cls.name] = cls
                     changed = True

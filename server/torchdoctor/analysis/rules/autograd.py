@@ -174,8 +174,8 @@ def backward_twice(ctx: RuleContext) -> Iterator[Finding]:
             reported.add(id(second))
             message = (
                 f"this `.backward()` goes through `{shared}` again, whose graph the "
-                "`.backward()` above already freed: it raises \"Trying to backward through the "
-                "graph a second time\"; pass `retain_graph=True` to the first call (or compute "
+                '`.backward()` above already freed: it raises "Trying to backward through the '
+                'graph a second time"; pass `retain_graph=True` to the first call (or compute '
                 "the second loss from a fresh forward pass)"
             )
             fix = Fix(
@@ -222,8 +222,8 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
         return None
     message = (
         f"`{receiver.id}` is computed once, before this loop, but `.backward()` runs on every "
-        "iteration: the first call frees the graph and the second raises \"Trying to backward "
-        "through the graph a second time\"; compute the loss inside the loop"
+        'iteration: the first call frees the graph and the second raises "Trying to backward '
+        'through the graph a second time"; compute the loss inside the loop'
     )
     return ctx.finding("TD103", call, message)
 
@@ -335,10 +335,12 @@ def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
                 continue
             if _defined_in_iteration(ctx, target_name, statement, loop):
                 continue
+            method = "item" if kind == "sum" else "detach"
             losses = [n for n in names_with_history(value) if _is_loss(ctx, n, loop)]
             if not losses:
+                if _is_direct_loss(ctx, value):
+                    yield _direct_loss_finding(ctx, value, target_name, method)
                 continue
-            method = "item" if kind == "sum" else "detach"
             names = ", ".join(dict.fromkeys(f"`{n.id}`" for n in losses))
             message = (
                 f"{names} keeps its autograd graph when accumulated into `{target_name}`: the "
@@ -350,6 +352,23 @@ def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
                 tuple(ctx.replace(n, f"{n.id}.{method}()") for n in losses),
             )
             yield ctx.finding("TD104", value, message, fix)
+
+
+def _is_direct_loss(ctx: RuleContext, value: ast.AST) -> bool:
+    """`total += F.mse_loss(out, y)`: the loss call itself is accumulated."""
+    return isinstance(value, ast.Call | ast.Attribute) and _computes_loss(ctx, value)
+
+
+def _direct_loss_finding(ctx: RuleContext, value: ast.AST, target: str, method: str) -> Finding:
+    message = (
+        f"this loss keeps its autograd graph when accumulated into `{target}`: the graph of "
+        f"every iteration stays referenced and memory grows each step; accumulate `.{method}()`"
+    )
+    fix = Fix(
+        f"Accumulate `.{method}()`",
+        (ctx.replace(value, f"{ctx.doc.source_of(value)}.{method}()"),),
+    )
+    return ctx.finding("TD104", value, message, fix)
 
 
 def _accumulations(sem, loop):  # type: ignore[no-untyped-def]
@@ -447,8 +466,10 @@ def _computes_loss(ctx: RuleContext, value: ast.AST) -> bool:
             dotted = sem.dotted(func) or ""
             if dotted.rsplit(".", 1)[-1] in ("criterion", "loss_fn", "loss_func", "criterion_fn"):
                 return True
-        if isinstance(node, ast.Attribute) and node.attr == "loss" and isinstance(
-            node.value, ast.Name
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "loss"
+            and isinstance(node.value, ast.Name)
         ):
             return True  # Hugging Face `outputs.loss`
     return False

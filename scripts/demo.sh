@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: check the bundled examples, probe an example model on the CPU, build the .vsix.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+echo "== torchdoctor check examples/ =="
+# the examples hold planted pitfalls: exit code 1 (findings) is the expected outcome here
+.venv/bin/torchdoctor check examples/ || [ $? -eq 1 ]
