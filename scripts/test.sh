@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 
-.venv/bin/ruff check server tests bench examples
+.venv/bin/ruff check .
 .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"

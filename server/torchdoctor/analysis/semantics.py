@@ -91,7 +91,7 @@ class Semantics:
     classes: list[ast.ClassDef] = field(default_factory=list)
     module_classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     kinds: dict[str, ValueKind] = field(default_factory=dict)
-    _zeroing_functions: set[str] | None = None
+    _loops_cache: dict[int, list[Loop]] = field(default_factory=dict)
     # facts derived on demand by shared helpers (training structure, data flow), per version
     derived: dict[str, Any] = field(default_factory=dict)
 
@@ -137,8 +137,13 @@ class Semantics:
     def enclosing_loops(self, node: ast.AST) -> list[Loop]:
         """Loops around `node`, innermost first, stopping at the enclosing function or class.
 
-        A node in a loop's `else:` or in its iterable is not part of an iteration.
+        A node in a loop's `else:` or in its iterable is not part of an iteration. Memoised:
+        rules ask this for the same nodes many times.
         """
+        cache = self._loops_cache
+        found = cache.get(id(node))
+        if found is not None:
+            return found
         loops: list[Loop] = []
         child = node
         for ancestor in self.ancestors(node):
@@ -147,6 +152,7 @@ class Semantics:
             if isinstance(ancestor, LOOP_NODES) and _is_in_loop_body(ancestor, child):
                 loops.append(ancestor)
             child = ancestor
+        cache[id(node)] = loops
         return loops
 
     def enclosing_function(self, node: ast.AST) -> Function | None:
@@ -215,24 +221,6 @@ class Semantics:
 
     def is_optimizer(self, node: ast.AST) -> bool:
         return self.kind_of(node) is ValueKind.OPTIMIZER
-
-    def zeroing_functions(self) -> set[str]:
-        """Local functions (by name) whose bodies zero gradients: calling one counts as zeroing.
-
-        Computed on first use: only files with a suspicious training loop pay for it.
-        """
-        if self._zeroing_functions is None:
-            self._zeroing_functions = set()
-            changed = True
-            while changed:
-                changed = False
-                for function in self.functions:
-                    if function.name in self._zeroing_functions:
-                        continue
-                    if any(is_zeroing(self, node) for node in ast.walk(function)):
-                        self._zeroing_functions.add(function.name)
-                        changed = True
-        return self._zeroing_functions
 
     def method_calls(self, name: str) -> list[ast.Call]:
         return self.calls_by_attr.get(name, [])
@@ -406,8 +394,6 @@ def is_zeroing(sem: Semantics, node: ast.AST) -> bool:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if "zero_grad" in name:
-            return True
-        if sem._zeroing_functions and name in sem._zeroing_functions:
             return True
         if isinstance(func, ast.Attribute) and name in ("zero_", "fill_", "detach_", "mul_"):
             return _mentions_grad(func.value)

@@ -60,20 +60,36 @@ class TrainingStructure:
                 nodes.append(assign)
         return sorted(nodes, key=_position)
 
+    @cached_property
+    def zeroing_functions(self) -> set[str]:
+        """Local functions (by name) that zero gradients, directly or through another one:
+        calling one (`reset_grads(model)`) counts as zeroing."""
+        names: set[str] = set()
+        for node in self.zeroing_nodes:
+            function = self.sem.enclosing_function(node)
+            if function is not None:
+                names.add(function.name)
+        changed = bool(names)
+        while changed:
+            changed = False
+            for call in self.sem.calls:
+                if _called_name(call) in names:
+                    function = self.sem.enclosing_function(call)
+                    if function is not None and function.name not in names:
+                        names.add(function.name)
+                        changed = True
+        return names
+
     def zeroing_in(self, loop: Loop) -> list[ast.AST]:
         found = [node for node in self.zeroing_nodes if loop in self.sem.enclosing_loops(node)]
-        if found:
+        if found or not self.zeroing_functions:
             return found
-        # A call to a local helper that zeroes (`reset_grads(model)`) counts too.
-        helpers = self.sem.zeroing_functions()
-        if not helpers:
-            return []
-        for call in self.sem.calls:
-            func = call.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name in helpers and loop in self.sem.enclosing_loops(call):
-                found.append(call)
-        return found
+        return [
+            call
+            for call in self.sem.calls
+            if _called_name(call) in self.zeroing_functions
+            and loop in self.sem.enclosing_loops(call)
+        ]
 
     @cached_property
     def training_loops(self) -> list[TrainingLoop]:
@@ -102,6 +118,13 @@ class TrainingStructure:
             for loop in self.sem.enclosing_loops(call):
                 seen.setdefault(id(loop), loop)
         return sorted(seen.values(), key=_position)
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def is_backward_call(sem: Semantics, call: ast.Call) -> bool:

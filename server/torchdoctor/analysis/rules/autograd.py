@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from ..context import RuleContext
 from ..dataflow import Definition, flow_of, names_with_history
 from ..findings import Finding, Fix, Severity, rule
-from ..semantics import ValueKind
+from ..semantics import Loop, Semantics, ValueKind
 from ..training import (
     TrainingLoop,
     exits_after,
@@ -317,41 +317,33 @@ def _add_keyword(ctx: RuleContext, call: ast.Call, keyword: str):  # type: ignor
 def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     structure = training_of(sem)
-    backward_receivers = {
-        sem.dotted(call.func.value)  # type: ignore[attr-defined]
-        for call in structure.backward_calls
-        if isinstance(call.func, ast.Attribute)
-    }
-    for loop in sem.loops:
-        for node in _accumulations(sem, loop):
-            target, value, kind = node
-            target_name = sem.dotted(target)
-            if target_name is None or target_name in backward_receivers:
-                continue  # the sum is back-propagated on purpose
-            if _used_in_backward(sem, structure.backward_calls, target_name):
-                continue
-            statement = sem.enclosing_statement(value)
-            if statement is None or sem.in_no_grad(statement):
-                continue
-            if _defined_in_iteration(ctx, target_name, statement, loop):
-                continue
-            method = "item" if kind == "sum" else "detach"
-            losses = [n for n in names_with_history(value) if _is_loss(ctx, n, loop)]
-            if not losses:
-                if _is_direct_loss(ctx, value):
-                    yield _direct_loss_finding(ctx, value, target_name, method)
-                continue
-            names = ", ".join(dict.fromkeys(f"`{n.id}`" for n in losses))
-            message = (
-                f"{names} keeps its autograd graph when accumulated into `{target_name}`: the "
-                "graph of every iteration stays referenced and memory grows each step; "
-                f"accumulate `.{method}()`"
-            )
-            fix = Fix(
-                f"Use `{losses[0].id}.{method}()`",
-                tuple(ctx.replace(n, f"{n.id}.{method}()") for n in losses),
-            )
-            yield ctx.finding("TD104", value, message, fix)
+    mentioned_in_backward = _names_in_backward(sem, structure.backward_calls)
+    for target, value, kind, loop in _accumulations(sem):
+        target_name = sem.dotted(target)
+        if target_name is None or target_name in mentioned_in_backward:
+            continue  # the sum or list is back-propagated on purpose
+        statement = sem.enclosing_statement(value)
+        if statement is None or sem.in_no_grad(statement):
+            continue
+        if _defined_in_iteration(ctx, target_name, statement, loop):
+            continue
+        method = "item" if kind == "sum" else "detach"
+        losses = [n for n in names_with_history(value) if _is_loss(ctx, n, loop)]
+        if not losses:
+            if _is_direct_loss(ctx, value):
+                yield _direct_loss_finding(ctx, value, target_name, method)
+            continue
+        names = ", ".join(dict.fromkeys(f"`{n.id}`" for n in losses))
+        message = (
+            f"{names} keeps its autograd graph when accumulated into `{target_name}`: the "
+            "graph of every iteration stays referenced and memory grows each step; "
+            f"accumulate `.{method}()`"
+        )
+        fix = Fix(
+            f"Use `{losses[0].id}.{method}()`",
+            tuple(ctx.replace(n, f"{n.id}.{method}()") for n in losses),
+        )
+        yield ctx.finding("TD104", value, message, fix)
 
 
 def _is_direct_loss(ctx: RuleContext, value: ast.AST) -> bool:
@@ -371,12 +363,11 @@ def _direct_loss_finding(ctx: RuleContext, value: ast.AST, target: str, method: 
     return ctx.finding("TD104", value, message, fix)
 
 
-def _accumulations(sem, loop):  # type: ignore[no-untyped-def]
-    """(target, accumulated value, "sum"|"list") for `t += v`, `t = t + v`, `t.append(v)`."""
-    found = []
+def _accumulations(sem: Semantics) -> list[tuple[ast.AST, ast.AST, str, Loop]]:
+    """(target, accumulated value, "sum"|"list", innermost loop) for `t += v`, `t = t + v` and
+    `t.append(v)` inside loops."""
+    found: list[tuple[ast.AST, ast.AST, str]] = []
     for assign in sem.assigns:
-        if loop not in sem.enclosing_loops(assign):
-            continue
         if isinstance(assign, ast.AugAssign) and isinstance(assign.op, ast.Add):
             found.append((assign.target, assign.value, "sum"))
         elif (
@@ -392,21 +383,32 @@ def _accumulations(sem, loop):  # type: ignore[no-untyped-def]
             elif target_name is not None and sem.dotted(right) == target_name:
                 found.append((assign.targets[0], left, "sum"))
     for call in sem.method_calls("append"):
-        if call.args and loop in sem.enclosing_loops(call):
+        if call.args and isinstance(call.func, ast.Attribute):
             found.append((call.func.value, call.args[0], "list"))
-    # only the innermost loop reports, so one accumulation gives one finding
-    return [item for item in found if sem.enclosing_loops(item[1])[:1] == [loop]]
+    result = []
+    for target, value, kind in found:
+        loops = sem.enclosing_loops(value)
+        if loops:  # only the innermost loop reports, so one accumulation gives one finding
+            result.append((target, value, kind, loops[0]))
+    return result
 
 
-def _used_in_backward(sem, backward_calls, target_name: str) -> bool:  # type: ignore[no-untyped-def]
-    """`torch.stack(losses).mean().backward()`: the list was gathered to be back-propagated."""
+def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[str]:
+    """Names reaching a backward call (`torch.stack(losses).mean().backward()`): a list or sum
+    gathered to be back-propagated."""
+    names: set[str] = set()
     for call in backward_calls:
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
-        nodes = ast.walk(receiver) if receiver is not None else iter(call.args)
+        nodes = (
+            ast.walk(receiver)
+            if receiver is not None
+            else (n for a in call.args for n in ast.walk(a))
+        )
         for node in nodes:
-            if sem.dotted(node) == target_name:
-                return True
-    return False
+            dotted = sem.dotted(node)
+            if dotted is not None:
+                names.add(dotted)
+    return names
 
 
 def _defined_in_iteration(ctx: RuleContext, name: str, statement: ast.stmt, loop) -> bool:  # type: ignore[no-untyped-def]

@@ -1,0 +1,1 @@
+"""Benchmarks (run by hand or `python -m bench`; never as timed assertions in tests)."""

@@ -1,0 +1,66 @@
+"""Analysis cost against parse cost: per-file analysis time divided by `ast.parse` time on the
+same text, for small, medium, 2,000- and 3,000-line files (medians of repeated runs)."""
+
+from __future__ import annotations
+
+import ast
+import statistics
+import time
+from collections.abc import Callable
+
+from torchdoctor.analysis import Document, analyse
+from torchdoctor.analysis.config import Config
+
+from .corpus import make_file
+
+SIZES = {
+    "small (100 lines)": 100,
+    "medium (500 lines)": 500,
+    "2,000 lines": 2000,
+    "3,000 lines": 3000,
+}
+
+
+def _median_seconds(action: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run_analysis_bench(quick: bool = False) -> dict[str, dict[str, float]]:
+    repeats = 3 if quick else 25
+    config = Config(select=("ALL",))
+    results: dict[str, dict[str, float]] = {}
+    for label, lines in SIZES.items():
+        if quick and lines > 500:
+            continue
+        text = make_file(lines, seed=lines)
+        parse = _median_seconds(lambda text=text: ast.parse(text), repeats)
+        full = _median_seconds(lambda text=text: analyse(Document.parse(text), config), repeats)
+        results[label] = {
+            "lines": float(text.count("\n")),
+            "ast_parse_ms": parse * 1000,
+            "analysis_ms": full * 1000,
+            "ratio": full / parse,
+        }
+    return results
+
+
+def markdown(results: dict[str, dict[str, float]]) -> str:
+    rows = [
+        "| file | lines | ast.parse (ms) | parse + analysis (ms) | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for label, row in results.items():
+        rows.append(
+            f"| {label} | {row['lines']:.0f} | {row['ast_parse_ms']:.2f} | "
+            f"{row['analysis_ms']:.2f} | {row['ratio']:.2f}× |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown(run_analysis_bench()))
