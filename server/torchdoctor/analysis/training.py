@@ -10,6 +10,7 @@ from functools import cached_property
 from .semantics import Function, Loop, Semantics, ValueKind, is_zeroing
 
 ZEROING_ATTRS = ("zero_", "fill_", "detach_", "mul_")
+EXIT_STATEMENTS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
 
 
 @dataclass
@@ -202,11 +203,21 @@ def statement_list_of(sem: Semantics, statement: ast.stmt) -> list[ast.stmt] | N
 def exits_after(sem: Semantics, statement: ast.stmt) -> bool:
     """True when the block holding `statement` leaves the iteration right after it
     (`continue`, `break`, `return`, `raise`): what follows is not reached from here."""
+    cache = sem.derived.setdefault("exits_after", {})
+    known = cache.get(id(statement))
+    if known is not None:
+        return known
     block = statement_list_of(sem, statement)
-    if block is None:
-        return False
-    later = block[block.index(statement) + 1 :]
-    return any(isinstance(s, ast.Continue | ast.Break | ast.Return | ast.Raise) for s in later)
+    exits = False
+    if block is not None:
+        # one scan per block: every statement before the last exit is followed by an exit
+        last_exit = max(
+            (i for i, s in enumerate(block) if isinstance(s, EXIT_STATEMENTS)), default=-1
+        )
+        for position, member in enumerate(block):
+            cache[id(member)] = position < last_exit
+        exits = cache[id(statement)]
+    return exits
 
 
 def in_exclusive_branches(sem: Semantics, first: ast.AST, second: ast.AST) -> bool:

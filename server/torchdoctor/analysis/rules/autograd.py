@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 
 from ..context import RuleContext
-from ..dataflow import Definition, flow_of, names_with_history
+from ..dataflow import Definition, ScopeFlow, flow_of, names_with_history
 from ..findings import Finding, Fix, Severity, rule
 from ..semantics import Loop, Semantics, ValueKind
 from ..training import (
@@ -21,6 +21,7 @@ from ..training import (
     zeroing_receiver,
 )
 
+PAIR_WINDOW = 8  # how many later backward() calls each one is compared with (TD103)
 LOSS_FUNCTION_SUFFIXES = ("_loss", "loss", "cross_entropy", "nll_loss", "kl_div", "_entropy")
 
 
@@ -164,26 +165,36 @@ def backward_twice(ctx: RuleContext) -> Iterator[Finding]:
         if finding is not None:
             reported.add(id(call))
             yield finding
-    for first_index, first in enumerate(calls):
-        for second in calls[first_index + 1 :]:
-            if id(second) in reported:
-                continue
-            shared = _shared_graph(ctx, first, second)
-            if shared is None:
-                continue
-            reported.add(id(second))
-            message = (
-                f"this `.backward()` goes through `{shared}` again, whose graph the "
-                '`.backward()` above already freed: it raises "Trying to backward through the '
-                'graph a second time"; pass `retain_graph=True` to the first call (or compute '
-                "the second loss from a fresh forward pass)"
-            )
-            fix = Fix(
-                "Add `retain_graph=True` to the first `.backward()`",
-                (_add_keyword(ctx, first, "retain_graph=True"),),
-            )
-            yield ctx.finding("TD103", second, message, fix)
-            break
+    # Compare each call with the next few in the same function and loop: a shared graph is
+    # reused close by, and this keeps generated files with thousands of calls linear.
+    groups: dict[tuple[int, int], list[ast.Call]] = {}
+    for call in calls:
+        loops = sem.enclosing_loops(call)
+        key = (id(sem.enclosing_function(call)), id(loops[0]) if loops else 0)
+        groups.setdefault(key, []).append(call)
+    sources: dict[int, set[Definition]] = {}
+    for group in groups.values():
+        flow = flow_of(sem, function_scope(sem, group[0]))
+        for first_index, first in enumerate(group):
+            for second in group[first_index + 1 : first_index + 1 + PAIR_WINDOW]:
+                if id(second) in reported:
+                    continue
+                shared = _shared_graph(ctx, flow, first, second, sources)
+                if shared is None:
+                    continue
+                reported.add(id(second))
+                message = (
+                    f"this `.backward()` goes through `{shared}` again, whose graph the "
+                    '`.backward()` above already freed: it raises "Trying to backward '
+                    'through the graph a second time"; pass `retain_graph=True` to the first '
+                    "call (or compute the second loss from a fresh forward pass)"
+                )
+                fix = Fix(
+                    "Add `retain_graph=True` to the first `.backward()`",
+                    (_add_keyword(ctx, first, "retain_graph=True"),),
+                )
+                yield ctx.finding("TD103", second, message, fix)
+                break
 
 
 def _retains_graph(call: ast.Call) -> bool:
@@ -241,24 +252,28 @@ def _has_history(ctx: RuleContext, definition: Definition) -> bool:
     return bool(names_with_history(value)) or isinstance(value, ast.Call)
 
 
-def _shared_graph(ctx: RuleContext, first: ast.Call, second: ast.Call) -> str | None:
+def _shared_graph(
+    ctx: RuleContext,
+    flow: ScopeFlow,
+    first: ast.Call,
+    second: ast.Call,
+    sources: dict[int, set[Definition]],
+) -> str | None:
     """The value both backward calls reach through autograd history, when its graph is shared."""
     sem = ctx.sem
-    if sem.enclosing_function(first) is not sem.enclosing_function(second):
-        return None
-    if sem.enclosing_loops(first)[:1] != sem.enclosing_loops(second)[:1]:
-        return None
+    for call in (first, second):
+        if id(call) not in sources:
+            receiver = call.func.value  # type: ignore[attr-defined]
+            sources[id(call)] = _graph_sources(ctx, flow, receiver, call)
+    shared = sources[id(first)] & sources[id(second)]
+    if not shared:
+        return None  # the common case, decided from cached sets before any tree walking
     if in_exclusive_branches(sem, first, second):
         return None
     first_statement = sem.enclosing_statement(first)
     if first_statement is not None and exits_after(sem, first_statement):
         return None
-    flow = flow_of(sem, function_scope(sem, first))
-    first_sources = _graph_sources(ctx, flow, first.func.value, first)  # type: ignore[attr-defined]
-    second_sources = _graph_sources(ctx, flow, second.func.value, second)  # type: ignore[attr-defined]
-    for definition in first_sources:
-        if definition not in second_sources:
-            continue
+    for definition in sorted(shared, key=lambda d: d.position):
         # recomputed between the two calls: the second call uses a fresh graph
         if flow.bindings_between(definition.name, first, second):
             continue
@@ -267,7 +282,9 @@ def _shared_graph(ctx: RuleContext, first: ast.Call, second: ast.Call) -> str | 
     return None
 
 
-def _graph_sources(ctx: RuleContext, flow, expr: ast.AST, at: ast.AST) -> set[Definition]:  # type: ignore[no-untyped-def]
+def _graph_sources(
+    ctx: RuleContext, flow: ScopeFlow, expr: ast.AST, at: ast.AST
+) -> set[Definition]:
     """Every definition whose value reaches `expr` with its autograd history."""
     found: set[Definition] = set()
     pending: list[tuple[ast.AST, ast.AST]] = [(expr, at)]
@@ -475,3 +492,824 @@ def _computes_loss(ctx: RuleContext, value: ast.AST) -> bool:
         ):
             return True  # Hugging Face `outputs.loss`
     return False
+
+
+# ==== TD105–TD110 ==========================================================================
+# Helpers shared by the rules below; candidates for the core (see each docstring).
+import re  # noqa: E402
+
+from ..findings import Edit, Span  # noqa: E402
+from ..semantics import FUNCTION_NODES, LOOP_NODES  # noqa: E402
+from ..training import statement_list_of  # noqa: E402
+
+# Nodes below which code may not run on every pass through the block that holds them.
+CONDITIONAL_NODES = (
+    ast.If,
+    ast.IfExp,
+    ast.Match,
+    ast.ExceptHandler,
+    ast.BoolOp,
+    ast.comprehension,
+    *LOOP_NODES,
+    *FUNCTION_NODES,
+)
+
+
+def _torch_alias(ctx: RuleContext) -> str | None:
+    """The name the document binds the `torch` module to (`torch`, `T`), if any."""
+    names = [name for name, target in ctx.sem.imports.items() if target == "torch"]
+    if "torch" in names:
+        return "torch"
+    return names[0] if names else None
+
+
+def _runs_every_iteration(ctx: RuleContext, node: ast.AST, loop: ast.AST) -> bool:
+    """True when nothing between `node` and `loop` makes it conditional (an `if`, an inner loop,
+    an `except:`, a short-circuit): it runs on every iteration that gets that far."""
+    for ancestor in ctx.sem.ancestors(node):
+        if ancestor is loop:
+            return True
+        if isinstance(ancestor, CONDITIONAL_NODES):
+            return False
+    return False
+
+
+def _statement_in_block(ctx: RuleContext, node: ast.AST, block: list[ast.stmt]) -> ast.stmt | None:
+    """The statement of `block` that contains `node` (or is it)."""
+    for candidate in (node, *ctx.sem.ancestors(node)):
+        if isinstance(candidate, ast.stmt) and any(candidate is s for s in block):
+            return candidate
+    return None
+
+
+def _single_line_statement(ctx: RuleContext, statement: ast.stmt) -> bool:
+    return statement.lineno == statement.end_lineno and ctx.statement_owns_lines(statement)
+
+
+def _move_after_fix(
+    ctx: RuleContext, statement: ast.stmt, target: ast.AST, title: str
+) -> Fix | None:
+    """Move a one-line statement to just after the statement of its block that holds `target`.
+
+    Core candidate: a generic "move statement" edit builder (TD102 does the mirror image)."""
+    block = statement_list_of(ctx.sem, statement)
+    if block is None or not _single_line_statement(ctx, statement):
+        return None
+    anchor = _statement_in_block(ctx, target, block)
+    if anchor is None or anchor is statement or not ctx.statement_owns_lines(anchor):
+        return None
+    if isinstance(anchor, ast.If | ast.Try | ast.Match):
+        return None  # after an `if` the moved call would depend on another condition
+    end_line = ctx.doc.span_of(anchor).end_line
+    line_end = len(ctx.doc.index.line(end_line))
+    indent = ctx.doc.indentation_of(ctx.doc.span_of(anchor).start_line)
+    start = ctx.doc.span_of(statement)
+    moved = ctx.doc.index.line(start.start_line)[start.start_col :].rstrip()  # with its comment
+    insert = Edit(
+        Span(end_line, line_end, end_line, line_end), f"{ctx.doc.line_break()}{indent}{moved}"
+    )
+    return Fix(title, (insert, ctx.delete_lines_of(statement)))
+
+
+def _indent_unit(ctx: RuleContext, indent: str) -> str:
+    return "\t" if "\t" in indent else "    "
+
+
+# ---- TD105 ---------------------------------------------------------------------------------
+REQUIRES_GRAD = "requires_grad"
+REQUIRES_GRAD_LOOKALIKES = frozenset(
+    {"requires_gradient", "require_gradient", "requires_gradients"}
+)
+TENSOR_FACTORY_METHODS = frozenset(
+    {"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "requires_grad_"}
+)
+
+
+@rule(
+    "TD105",
+    "requires-grad-typo",
+    Severity.WARNING,
+    "A misspelt `requires_grad` (`require_grad=`, `x.require_grad = True`).",
+    fixable=True,
+)
+def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for call in sem.calls:
+        typos = [k for k in call.keywords if k.arg and _is_requires_grad_typo(k.arg)]
+        if not typos or not _is_torch_call(ctx, call):
+            continue
+        has_correct = any(k.arg == REQUIRES_GRAD for k in call.keywords)
+        callee = _callee_name(ctx, call)
+        for keyword in typos:
+            start = ctx.doc.span_of(keyword)
+            name_span = Span(
+                start.start_line,
+                start.start_col,
+                start.start_line,
+                start.start_col + len(keyword.arg or ""),
+            )
+            message = (
+                f"`{keyword.arg}=` is not an argument of `{callee}`: the call raises TypeError "
+                f"(\"got an unexpected keyword argument '{keyword.arg}'\"); the keyword is "
+                "`requires_grad=`"
+            )
+            fix = None
+            if not has_correct:
+                fix = Fix(
+                    f"Rename `{keyword.arg}` to `requires_grad`",
+                    (_rename_edit(ctx, name_span, after="="),),
+                )
+            yield ctx.finding("TD105", name_span, message, fix)
+    for assign in sem.assigns:
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        for target in _flat_targets(targets):
+            if not isinstance(target, ast.Attribute) or not _is_requires_grad_typo(target.attr):
+                continue
+            if isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"):
+                continue  # an attribute of the user's own class
+            span = ctx.doc.span_of(target)
+            name_span = Span(
+                span.end_line, span.end_col - len(target.attr), span.end_line, span.end_col
+            )
+            owner = ctx.doc.source_of(target.value)
+            message = (
+                f"`{owner}.{target.attr} = ...` only creates a new Python attribute that nothing "
+                f"reads: `{owner}.requires_grad` is unchanged (a parameter is not frozen, a "
+                "tensor is not tracked); the attribute is `requires_grad`"
+            )
+            fix = Fix(
+                f"Rename `{target.attr}` to `requires_grad`",
+                (_rename_edit(ctx, name_span, before="."),),
+            )
+            yield ctx.finding("TD105", name_span, message, fix)
+
+
+def _rename_edit(ctx: RuleContext, name: Span, before: str = "", after: str = "") -> Edit:
+    """Replace the name in `name` by `requires_grad`, together with the `.` before it or the
+    `=` after it on the same line, so the edit never starts or ends inside an identifier."""
+    line = ctx.doc.index.line(name.start_line)
+    start, end = name.start_col, name.end_col
+    if before:
+        head = line[:start].rstrip()
+        if head.endswith(before):
+            start = len(head) - len(before)
+    if after:
+        tail = line[end:]
+        if tail.lstrip().startswith(after):
+            end += len(tail) - len(tail.lstrip()) + len(after)
+    text = line[start:end].replace(line[name.start_col : name.end_col], REQUIRES_GRAD, 1)
+    return Edit(Span(name.start_line, start, name.start_line, end), text)
+
+
+def _flat_targets(targets: list[ast.expr]) -> Iterator[ast.expr]:
+    for target in targets:
+        if isinstance(target, ast.Tuple | ast.List):
+            yield from _flat_targets(list(target.elts))
+        elif isinstance(target, ast.Starred):
+            yield from _flat_targets([target.value])
+        else:
+            yield target
+
+
+def _is_requires_grad_typo(name: str) -> bool:
+    if name == REQUIRES_GRAD:
+        return False
+    lowered = name.lower()
+    if lowered in REQUIRES_GRAD_LOOKALIKES:
+        return True
+    return (
+        lowered.startswith("req")
+        and "gr" in lowered
+        and _edit_distance(lowered, REQUIRES_GRAD) <= 2
+    )
+
+
+def _edit_distance(first: str, second: str) -> int:
+    previous = list(range(len(second) + 1))
+    for i, a in enumerate(first, start=1):
+        current = [i]
+        for j, b in enumerate(second, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b)))
+        previous = current
+    return previous[-1]
+
+
+def _is_torch_call(ctx: RuleContext, call: ast.Call) -> bool:
+    qualname = ctx.sem.call_qualname(call)
+    if qualname is not None and qualname.startswith("torch."):
+        return True
+    return isinstance(call.func, ast.Attribute) and call.func.attr in TENSOR_FACTORY_METHODS
+
+
+def _callee_name(ctx: RuleContext, call: ast.Call) -> str:
+    qualname = ctx.sem.call_qualname(call)
+    if qualname is not None:
+        return qualname
+    return ctx.doc.source_of(call.func)
+
+
+# ---- TD106 ---------------------------------------------------------------------------------
+INIT_FUNCTION_NAME = re.compile(r"init|reset_param|load", re.IGNORECASE)
+INIT_METHODS = frozenset(
+    {
+        "normal_",
+        "uniform_",
+        "zero_",
+        "fill_",
+        "copy_",
+        "constant_",
+        "bernoulli_",
+        "random_",
+        "exponential_",
+        "log_normal_",
+        "geometric_",
+        "cauchy_",
+    }
+)
+NOT_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_", "record_stream"})
+PARAMETER_ATTRIBUTES = ("weight", "bias", "running_mean", "running_var")
+PARAMETER_ITERATORS = ("parameters", "named_parameters", "buffers", "named_buffers")
+
+
+@rule(
+    "TD106",
+    "data-attribute",
+    Severity.WARNING,
+    "A write through `.data` bypasses autograd's check that saved tensors are unchanged.",
+    fixable=True,
+)
+def data_attribute(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    seen: set[int] = set()
+    for node, data, form in _data_writes(ctx):
+        if id(data) in seen or not _reportable_data_write(ctx, node, data, form):
+            continue
+        seen.add(id(data))
+        owner = ctx.doc.source_of(data.value)
+        message = (
+            f"writing through `{owner}.data` hides the change from autograd: if a graph still "
+            f"holds `{owner}`, `backward()` silently uses the new values instead of raising "
+            f'"modified by an inplace operation"; write to `{owner}` itself under '
+            "`torch.no_grad()`"
+        )
+        statement = sem.enclosing_statement(node)
+        fix = _no_grad_fix(ctx, statement, data, form) if statement is not None else None
+        yield ctx.finding("TD106", data, message, fix)
+
+
+def _data_writes(ctx: RuleContext) -> Iterator[tuple[ast.AST, ast.Attribute, str]]:
+    """(node, the `x.data` attribute written through, form) for every write through `.data`."""
+    sem = ctx.sem
+    for attr, calls in sem.calls_by_attr.items():
+        if not attr.endswith("_") or attr.startswith("_") or attr in NOT_WRITES:
+            continue
+        for call in calls:
+            receiver = call.func.value  # type: ignore[attr-defined]
+            while isinstance(receiver, ast.Subscript):
+                receiver = receiver.value
+            if isinstance(receiver, ast.Attribute) and receiver.attr == "data":
+                yield call, receiver, "call"
+    for assign in sem.assigns:
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        for target in _flat_targets(targets):
+            form = "assign"
+            while isinstance(target, ast.Subscript):
+                target, form = target.value, "setitem"
+            if isinstance(target, ast.Attribute) and target.attr == "data":
+                if form == "assign" and isinstance(assign, ast.AugAssign):
+                    form = "augassign"
+                yield assign, target, form
+
+
+def _reportable_data_write(ctx: RuleContext, node: ast.AST, data: ast.Attribute, form: str) -> bool:
+    sem = ctx.sem
+    owner = data.value
+    if isinstance(owner, ast.Attribute) and owner.attr == "grad":
+        return False  # `p.grad.data`: gradients are not saved by the graph being built
+    if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+        return False  # a `data` attribute of the user's own class (a Dataset, a buffer holder)
+    if sem.in_no_grad(node):
+        return False
+    function = sem.enclosing_function(node)
+    if function is not None and _is_init_function(ctx, function):
+        return False
+    loops = sem.enclosing_loops(node)
+    in_forward = function is not None and function.name == "forward"
+    if not loops and not in_forward:
+        return False  # one-time set-up code: no graph is alive yet
+    method = node.func.attr if form == "call" else None  # type: ignore[attr-defined]
+    if method in INIT_METHODS and any(_iterates_modules(ctx, loop) for loop in loops):
+        return False  # `for m in model.modules(): m.weight.data.normal_()`
+    return _holds_tensor(ctx, owner, node)
+
+
+def _is_init_function(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    if INIT_FUNCTION_NAME.search(function.name):
+        return True
+    # `model.apply(weights_fn)`: a function handed to Module.apply initialises weights
+    for call in ctx.sem.method_calls("apply"):
+        if any(isinstance(arg, ast.Name) and arg.id == function.name for arg in call.args):
+            return True
+    return False
+
+
+def _iterates_modules(ctx: RuleContext, loop: ast.AST) -> bool:
+    iterable = getattr(loop, "iter", None)
+    if iterable is None:
+        return False
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("modules", "named_modules", "children", "named_children")
+        for node in ast.walk(iterable)
+    )
+
+
+def _holds_tensor(ctx: RuleContext, owner: ast.AST, at: ast.AST) -> bool:
+    """`owner` (of `owner.data`) is a parameter or tensor, as far as the file shows."""
+    sem = ctx.sem
+    if isinstance(owner, ast.Attribute):
+        return owner.attr in PARAMETER_ATTRIBUTES or owner.attr.endswith(("_weight", "_bias"))
+    if not isinstance(owner, ast.Name):
+        return False
+    scope = function_scope(sem, at)
+    definition = flow_of(sem, scope).reaching(owner.id, at)
+    if definition is not None and isinstance(definition.node, ast.For | ast.AsyncFor):
+        return _iterates_parameters(ctx, definition.node.iter, definition.node)
+    if definition is not None and definition.value is not None:
+        value = definition.value
+        if isinstance(value, ast.Call):
+            qualname = sem.call_qualname(value) or ""
+            if qualname.startswith("torch.") and (
+                not qualname.startswith("torch.nn.") or qualname == "torch.nn.Parameter"
+            ):
+                return True
+            if isinstance(value.func, ast.Attribute) and value.func.attr in (
+                "clone",
+                "detach",
+                "requires_grad_",
+                "to",
+                "cuda",
+                "float",
+                "new_zeros",
+                "new_tensor",
+                "zeros_like",
+            ):
+                return True
+    # `x.grad` read in the same function: a tensor that takes part in autograd
+    for node in ast.walk(scope):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "grad"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == owner.id
+        ):
+            return True
+    return False
+
+
+def _iterates_parameters(ctx: RuleContext, iterable: ast.AST, at: ast.AST) -> bool:
+    """`model.parameters()`, `zip(ema.parameters(), model.parameters())`, `group["params"]`,
+    or a name bound to one of them."""
+    for node in ast.walk(iterable):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in PARAMETER_ITERATORS
+        ):
+            return True
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value == "params"
+        ):
+            return True
+        if isinstance(node, ast.Name) and "param" in node.id.lower():
+            return True
+    if isinstance(iterable, ast.Name):
+        definition = flow_of(ctx.sem, function_scope(ctx.sem, at)).reaching(iterable.id, at)
+        if definition is not None and definition.value is not None and definition.node is not at:
+            return any(
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in PARAMETER_ITERATORS
+                for node in ast.walk(definition.value)
+            )
+    return False
+
+
+def _no_grad_fix(
+    ctx: RuleContext, statement: ast.stmt, data: ast.Attribute, form: str
+) -> Fix | None:
+    """`p.data.mul_(d)` → `with torch.no_grad():` + `p.mul_(d)` (one-line statements only)."""
+    alias = _torch_alias(ctx)
+    if alias is None or form == "assign" or not _single_line_statement(ctx, statement):
+        return None  # `x.data = y` rebinds the storage: no mechanical equivalent
+    if not isinstance(statement, ast.Expr | ast.Assign | ast.AugAssign):
+        return None
+    if form == "call" and not (
+        isinstance(statement, ast.Expr) and _chain_root_call(statement.value, data)
+    ):
+        return None  # the in-place call's result is used in a larger expression
+    span = ctx.doc.span_of(statement)
+    indent = ctx.doc.indentation_of(span.start_line)
+    unit = _indent_unit(ctx, indent)
+    owner_end = ctx.doc.span_of(data.value)
+    data_end = ctx.doc.span_of(data)
+    wrap = Edit(
+        Span(span.start_line, span.start_col, span.start_line, span.start_col),
+        f"with {alias}.no_grad():{ctx.doc.line_break()}{indent}{unit}",
+    )
+    drop = Edit(
+        Span(owner_end.end_line, owner_end.end_col, data_end.end_line, data_end.end_col), ""
+    )
+    owner = ctx.doc.source_of(data.value)
+    return Fix(f"Write to `{owner}` under `{alias}.no_grad()`", (wrap, drop), safe=False)
+
+
+def _chain_root_call(expr: ast.AST, data: ast.Attribute) -> bool:
+    """`p.data.mul_(d).add_(x)`: the statement is a chain of calls starting at `p.data`."""
+    node = expr
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        if node is data:
+            return True
+    return False
+
+
+# ---- TD107 ---------------------------------------------------------------------------------
+@rule(
+    "TD107",
+    "step-before-backward",
+    Severity.WARNING,
+    "optimizer.step() runs before loss.backward() in the same iteration.",
+    fixable=True,
+)
+def step_before_backward(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for entry in training_of(sem).training_loops:
+        for step in entry.step_calls:
+            if step.args and "scaler" not in (sem.dotted(step.func.value) or "").lower():  # type: ignore[attr-defined]
+                continue  # `optimizer.step(closure)` computes its own gradients
+            if not _runs_every_iteration(ctx, step, entry.loop):
+                continue  # `if i % k == 0: opt.step()` at the top of an accumulation loop
+            before = [b for b in entry.backward_calls if position(b) < position(step)]
+            after = [
+                b
+                for b in entry.backward_calls
+                if position(b) > position(step) and not in_exclusive_branches(sem, b, step)
+            ]
+            if before or not after:
+                continue
+            statement = sem.enclosing_statement(step)
+            if statement is not None and exits_after(sem, statement):
+                continue
+            target = step_target_name(step) or "optimizer"
+            backward = ctx.doc.source_of(after[0])
+            message = (
+                f"`{target}.step()` runs before `{backward}` in this iteration: it applies the "
+                "gradients left in `.grad` (none after `zero_grad()`, else the previous "
+                "batch's), never this batch's; call `step()` after `backward()`"
+            )
+            fix = None
+            if statement is not None and "scaler" not in ctx.doc.source_of(step).lower():
+                fix = _move_after_fix(
+                    ctx, statement, after[0], f"Move `{target}.step()` after the backward pass"
+                )
+            yield ctx.finding("TD107", step, message, fix)
+
+
+# ---- TD108 ---------------------------------------------------------------------------------
+TORCH_SCHEDULER_SOURCES = ("torch.optim.lr_scheduler.", "transformers.", "diffusers.optimization.")
+
+
+@rule(
+    "TD108",
+    "scheduler-before-optimizer",
+    Severity.WARNING,
+    "scheduler.step() runs before optimizer.step(): the first learning-rate value is skipped.",
+    fixable=True,
+)
+def scheduler_before_optimizer(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    optimizer_steps = training_of(sem).step_calls
+    if not optimizer_steps:
+        return
+    for call in sem.method_calls("step"):
+        receiver = call.func.value  # type: ignore[attr-defined]
+        if call.args or call.keywords:
+            continue  # `scheduler.step(val_loss)`: ReduceLROnPlateau, or the epoch argument
+        if not _is_torch_scheduler(ctx, receiver):
+            continue
+        later = _optimizer_steps_after(ctx, call, optimizer_steps)
+        if not later:
+            continue
+        name = sem.dotted(receiver) or "scheduler"
+        optimizer = step_target_name(later[0]) or "optimizer"
+        message = (
+            f'`{name}.step()` runs before `{optimizer}.step()`: torch warns "Detected call of '
+            '`lr_scheduler.step()` before `optimizer.step()`" and the first learning-rate value '
+            f"of the schedule is never used; call `{name}.step()` after `{optimizer}.step()`"
+        )
+        statement = sem.enclosing_statement(call)
+        fix = None
+        if statement is not None:
+            fix = _move_after_fix(
+                ctx, statement, later[0], f"Move `{name}.step()` after `{optimizer}.step()`"
+            )
+        yield ctx.finding("TD108", call, message, fix)
+
+
+def _is_torch_scheduler(ctx: RuleContext, receiver: ast.AST) -> bool:
+    """A torch LR scheduler (or one built on it), not a custom class with its own `step()`."""
+    dotted = ctx.sem.dotted(receiver)
+    if dotted is None:
+        return False
+    values = []
+    for assign in ctx.sem.assigns:
+        if isinstance(assign, ast.AugAssign) or assign.value is None:
+            continue
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        if any(ctx.sem.dotted(t) == dotted for t in targets):
+            values.append(assign.value)
+    if not values:
+        # a parameter or attribute set elsewhere, named like a scheduler
+        return ctx.sem.kind_of(receiver) is ValueKind.SCHEDULER
+    for value in values:
+        if not isinstance(value, ast.Call):
+            return False
+        qualname = ctx.sem.call_qualname(value) or ""
+        if not qualname.startswith(TORCH_SCHEDULER_SOURCES) or "ReduceLROnPlateau" in qualname:
+            return False
+        if qualname.startswith(("transformers.", "diffusers.")) and "schedul" not in qualname:
+            return False
+    return True
+
+
+def _optimizer_steps_after(
+    ctx: RuleContext, call: ast.Call, optimizer_steps: list[ast.Call]
+) -> list[ast.Call]:
+    """The optimizer steps later in the same iteration of the innermost loop that holds any,
+    when none comes before the scheduler call in that iteration."""
+    sem = ctx.sem
+    for loop in sem.enclosing_loops(call):
+        inside = [s for s in optimizer_steps if loop in sem.enclosing_loops(s)]
+        if not inside:
+            continue
+        if any(position(s) < position(call) for s in inside):
+            return []
+        return [s for s in inside if not in_exclusive_branches(sem, s, call)]
+    return []
+
+
+# ---- TD109 ---------------------------------------------------------------------------------
+@rule(
+    "TD109",
+    "unscaled-accumulation",
+    Severity.INFORMATION,
+    "Gradient accumulation over k batches without dividing the loss by k.",
+    fixable=True,
+)
+def unscaled_accumulation(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for entry in training_of(sem).training_loops:
+        if len(entry.optimizer_names) != 1 or not entry.zeroing:
+            continue
+        conditions = [_modulo_condition(ctx, step, entry.loop) for step in entry.step_calls]
+        if any(c is None for c in conditions):
+            continue  # the optimizer also steps on every iteration
+        if not all(_modulo_condition(ctx, zero, entry.loop) for zero in entry.zeroing):
+            continue  # gradients are cleared every iteration: nothing accumulates
+        branch, divisor = conditions[0]  # type: ignore[misc]
+        for backward in entry.backward_calls:
+            if any(backward in _walk_set(c[0]) for c in conditions if c is not None):
+                continue
+            if sem.enclosing_loops(backward)[:1] != [entry.loop]:
+                continue
+            loss = _backward_loss(backward)
+            if loss is None or _is_scaled(ctx, loss, backward, divisor, depth=0):
+                continue
+            k = ctx.doc.source_of(divisor)
+            message = (
+                f"the gradients of `{k}` batches are summed before each step but the loss is "
+                f"not divided by `{k}`: the step sees `{k}` times the gradient of one batch "
+                f"of the combined size (SGD steps `{k}` times as far; gradient clipping cuts "
+                f"at the wrong norm); divide the loss by `{k}`"
+            )
+            text = ctx.doc.source_of(loss)
+            if not isinstance(loss, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
+                text = f"({text})"
+            replacement = f"{text} / {k}" if _is_call_argument(ctx, loss) else f"({text} / {k})"
+            span = ctx.doc.span_of(loss)
+            follows = ctx.doc.index.line(span.end_line)[span.end_col : span.end_col + 1]
+            if follows in (".", ")", ","):  # end the edit on punctuation, not inside a name
+                span = Span(span.start_line, span.start_col, span.end_line, span.end_col + 1)
+                replacement += follows
+            fix = Fix(f"Divide the loss by `{k}`", (Edit(span, replacement),), safe=False)
+            yield ctx.finding("TD109", backward, message, fix)
+
+
+def _walk_set(node: ast.AST) -> list[ast.AST]:
+    return list(ast.walk(node))
+
+
+def _modulo_condition(
+    ctx: RuleContext, node: ast.AST, loop: ast.AST
+) -> tuple[ast.If, ast.expr] | None:
+    """The `if ... % k == 0:` between `node` and `loop`, with `k`."""
+    for ancestor in ctx.sem.ancestors(node):
+        if ancestor is loop:
+            return None
+        if isinstance(ancestor, ast.If):
+            for part in ast.walk(ancestor.test):
+                if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod):
+                    divisor = part.right
+                    if isinstance(divisor, ast.Constant) and (
+                        not isinstance(divisor.value, int) or divisor.value <= 1
+                    ):
+                        continue
+                    return ancestor, divisor
+    return None
+
+
+def _backward_loss(call: ast.Call) -> ast.expr | None:
+    """`loss` in `loss.backward()` and in `scaler.scale(loss).backward()`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = func.value
+    if (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Attribute)
+        and receiver.func.attr == "scale"
+        and len(receiver.args) == 1
+    ):
+        return receiver.args[0]
+    return receiver
+
+
+def _whole_names(ctx: RuleContext, expr: ast.AST) -> Iterator[str]:
+    """`k`, `args.accum_steps`: the longest dotted names in `expr` (not their `args` roots)."""
+    pending = [expr]
+    while pending:
+        node = pending.pop()
+        dotted = ctx.sem.dotted(node) if isinstance(node, ast.Name | ast.Attribute) else None
+        if dotted is not None:
+            yield dotted
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def _is_call_argument(ctx: RuleContext, node: ast.AST) -> bool:
+    parent = ctx.sem.parent(node)
+    return isinstance(parent, ast.Call) and node in parent.args
+
+
+def _is_scaled(ctx: RuleContext, expr: ast.AST, at: ast.AST, divisor: ast.expr, depth: int) -> bool:
+    """The loss reaching `backward()` was divided (or multiplied by something named like k).
+
+    Only the arithmetic spine of the loss is followed (`a + b`, `l * w`, `loss.mean()`, names
+    bound to those), not the arguments of the calls that compute it: `criterion(out / t, y)`
+    does not scale the loss."""
+    if depth >= 6:
+        return True  # too far to follow: assume the author scaled it
+    divisor_names = set(_whole_names(ctx, divisor))
+    flow = flow_of(ctx.sem, function_scope(ctx.sem, at))
+    pending = [expr]
+    while pending:
+        node = pending.pop()
+        dotted = ctx.sem.dotted(node) if isinstance(node, ast.Name | ast.Attribute) else None
+        if dotted is not None and dotted in divisor_names:
+            return True
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Div | ast.FloorDiv):
+                return True
+            if isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
+                pending.extend((node.left, node.right))
+        elif isinstance(node, ast.UnaryOp):
+            pending.append(node.operand)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("div", "div_", "true_divide", "true_divide_", "divide"):
+                return True
+            if node.func.attr in SPINE_METHODS:
+                pending.append(node.func.value)
+        elif isinstance(node, ast.Call) and ctx.sem.call_qualname(node) in (
+            "torch.div",
+            "torch.true_divide",
+            "torch.divide",
+        ):
+            return True
+        elif isinstance(node, ast.Name):
+            definition = flow.reaching(node.id, at)
+            if definition is None or isinstance(definition.node, ast.For | ast.AsyncFor):
+                continue
+            if isinstance(definition.node, ast.AugAssign):
+                if isinstance(definition.node.op, ast.Div | ast.FloorDiv):
+                    return True
+                if isinstance(definition.node.op, ast.Mult) and _is_scaled(
+                    ctx, definition.node.value, definition.node, divisor, depth + 1
+                ):
+                    return True
+            if definition.value is not None and definition.node is not at:
+                if _is_scaled(ctx, definition.value, definition.node, divisor, depth + 1):
+                    return True
+    return False
+
+
+SPINE_METHODS = frozenset(
+    {
+        "mean",
+        "sum",
+        "float",
+        "to",
+        "squeeze",
+        "view",
+        "reshape",
+        "clone",
+        "contiguous",
+        "mul",
+        "mul_",
+    }
+)
+
+
+# ---- TD110 ---------------------------------------------------------------------------------
+@rule(
+    "TD110",
+    "zero-grad-keeps-memory",
+    Severity.INFORMATION,
+    "`zero_grad(set_to_none=False)` keeps a zero-filled gradient tensor per parameter.",
+    fixable=True,
+    enabled_by_default=False,
+)
+def zero_grad_keeps_memory(ctx: RuleContext) -> Iterator[Finding]:
+    for call in ctx.sem.method_calls("zero_grad"):
+        argument = _set_to_none_false(call)
+        if argument is None:
+            continue
+        receiver = ctx.doc.source_of(call.func.value)  # type: ignore[attr-defined]
+        if ctx.torch_version >= (2, 0):
+            message = (
+                "`set_to_none=False` fills every `.grad` with zeros and keeps the memory of "
+                "one gradient per parameter between steps; the default since torch 2.0 "
+                "(`set_to_none=True`) frees it"
+            )
+            fix = Fix(
+                "Drop `set_to_none=False`", (_drop_argument(ctx, call, argument),), safe=False
+            )
+        else:
+            message = (
+                "`set_to_none=False` (the default before torch 2.0) keeps a zero-filled "
+                "gradient per parameter; `set_to_none=True` frees it"
+            )
+            value = argument.value if isinstance(argument, ast.keyword) else argument
+            fix = Fix("Use `set_to_none=True`", (ctx.replace(value, "True"),), safe=False)
+        yield ctx.finding("TD110", call, f"`{receiver}.zero_grad`: {message}", fix)
+
+
+def _set_to_none_false(call: ast.Call) -> ast.keyword | ast.expr | None:
+    for keyword in call.keywords:
+        if keyword.arg == "set_to_none" and _is_false(keyword.value):
+            return keyword
+    if call.args and _is_false(call.args[0]):
+        return call.args[0]
+    return None
+
+
+def _is_false(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
+def _drop_argument(ctx: RuleContext, call: ast.Call, argument: ast.AST) -> Edit:
+    arguments: list[ast.AST] = [*call.args, *call.keywords]
+    arguments.sort(key=position)
+    index = next(i for i, a in enumerate(arguments) if a is argument)
+    span = ctx.doc.span_of(argument)
+    if len(arguments) == 1:
+        # the argument with its trailing comma; whole lines when it stands alone on them
+        rest = ctx.doc.index.line(span.end_line)[span.end_col :]
+        end_col = span.end_col
+        if rest.lstrip().startswith(","):  # `zero_grad(set_to_none=False,)`
+            end_col += len(rest) - len(rest.lstrip()) + 1
+        head = ctx.doc.index.line(span.start_line)[: span.start_col]
+        tail = ctx.doc.index.line(span.end_line)[end_col:]
+        if not head.strip() and not tail.strip():
+            return Edit(Span(span.start_line, 0, span.end_line + 1, 0), "")
+        opening = head.rstrip()
+        if opening.endswith("("):  # start at `(` so the edit never begins inside a name
+            start = len(opening) - 1
+            return Edit(Span(span.start_line, start, span.end_line, end_col), "(")
+        return Edit(Span(span.start_line, span.start_col, span.end_line, end_col), "")
+    if index > 0:
+        previous = ctx.doc.span_of(arguments[index - 1])
+        return Edit(Span(previous.end_line, previous.end_col, span.end_line, span.end_col), "")
+    following = ctx.doc.span_of(arguments[index + 1])
+    opening = ctx.doc.index.line(span.start_line)[: span.start_col].rstrip()
+    if opening.endswith("("):
+        start = len(opening) - 1
+        return Edit(Span(span.start_line, start, following.start_line, following.start_col), "(")
+    return Edit(
+        Span(span.start_line, span.start_col, following.start_line, following.start_col), ""
+    )
