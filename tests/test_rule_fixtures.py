@@ -67,7 +67,7 @@ def test_fixes_round_trip(path: Path) -> None:
     assert not [f for f in check(fixed, str(path), ALL) if f.fix is not None]
     again = check_source(fixed.encode(), str(path), ALL, "fix", True)
     assert again.fixed_text == fixed, "a second --fix changed the file again"
-    replaced = "".join(
+    replaced = "\n".join(
         Document.parse(text).text_in(edit.span)
         for finding in first
         if finding.fix is not None

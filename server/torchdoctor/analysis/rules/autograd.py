@@ -697,7 +697,8 @@ def _edit_distance(first: str, second: str) -> int:
 def _is_torch_call(ctx: RuleContext, call: ast.Call) -> bool:
     qualname = ctx.sem.call_qualname(call)
     if qualname is not None and qualname.startswith("torch."):
-        return True
+        # private APIs spell their own: `torch.Tensor._make_subclass(cls, data, require_grad=)`
+        return not any(part.startswith("_") for part in qualname.split("."))
     return isinstance(call.func, ast.Attribute) and call.func.attr in TENSOR_FACTORY_METHODS
 
 
@@ -795,12 +796,21 @@ def _reportable_data_write(ctx: RuleContext, node: ast.AST, data: ast.Attribute,
         return False
     loops = sem.enclosing_loops(node)
     in_forward = function is not None and function.name == "forward"
-    if not loops and not in_forward:
-        return False  # one-time set-up code: no graph is alive yet
+    training = {id(loop) for loop in training_of(sem).loops_with_backward()}
+    in_training_loop = any(id(loop) in training for loop in loops)
+    # Where a graph can be alive: a loop that also runs backward(), or forward() itself; and
+    # the hand-written optimizer step (`p.data -= lr * p.grad`). Weight syncs, EMA copies,
+    # storage swaps (`p.data = p.data.half()`) and set-up code outside those stay quiet.
+    if not (in_training_loop or in_forward or (loops and _mentions_grad_attribute(node))):
+        return False
     method = node.func.attr if form == "call" else None  # type: ignore[attr-defined]
     if method in INIT_METHODS and any(_iterates_modules(ctx, loop) for loop in loops):
         return False  # `for m in model.modules(): m.weight.data.normal_()`
     return _holds_tensor(ctx, owner, node)
+
+
+def _mentions_grad_attribute(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "grad" for n in ast.walk(node))
 
 
 def _is_init_function(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -1027,13 +1037,7 @@ def _is_torch_scheduler(ctx: RuleContext, receiver: ast.AST) -> bool:
     dotted = ctx.sem.dotted(receiver)
     if dotted is None:
         return False
-    values = []
-    for assign in ctx.sem.assigns:
-        if isinstance(assign, ast.AugAssign) or assign.value is None:
-            continue
-        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
-        if any(ctx.sem.dotted(t) == dotted for t in targets):
-            values.append(assign.value)
+    values = _assigned_values(ctx).get(dotted, [])
     if not values:
         # a parameter or attribute set elsewhere, named like a scheduler
         return ctx.sem.kind_of(receiver) is ValueKind.SCHEDULER
@@ -1046,6 +1050,24 @@ def _is_torch_scheduler(ctx: RuleContext, receiver: ast.AST) -> bool:
         if qualname.startswith(("transformers.", "diffusers.")) and "schedul" not in qualname:
             return False
     return True
+
+
+def _assigned_values(ctx: RuleContext) -> dict[str, list[ast.expr]]:
+    """Every value assigned to each dotted name in the file (`self.scheduler` → [calls]).
+    Core candidate: the layout rules build the same index under the same key."""
+    index = ctx.sem.derived.get("assigned_values_by_dotted")
+    if index is None:
+        index = {}
+        for assign in ctx.sem.assigns:
+            if isinstance(assign, ast.AugAssign) or assign.value is None:
+                continue
+            targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+            for target in targets:
+                dotted = ctx.sem.dotted(target)
+                if dotted is not None:
+                    index.setdefault(dotted, []).append(assign.value)
+        ctx.sem.derived["assigned_values_by_dotted"] = index
+    return index
 
 
 def _optimizer_steps_after(
@@ -1140,6 +1162,16 @@ def _backward_loss(call: ast.Call) -> ast.expr | None:
     if not isinstance(func, ast.Attribute):
         return None
     receiver = func.value
+    if isinstance(receiver, ast.Name | ast.Attribute) and "accelerat" in ast.unparse(
+        receiver
+    ).lower():
+        return None  # `accelerator.backward(loss)` divides by the accumulation steps itself
+    if (
+        isinstance(receiver, ast.Name | ast.Attribute)
+        and ast.unparse(receiver).endswith("autograd")
+        and call.args
+    ):
+        return call.args[0]  # `torch.autograd.backward(loss)`
     if (
         isinstance(receiver, ast.Call)
         and isinstance(receiver.func, ast.Attribute)

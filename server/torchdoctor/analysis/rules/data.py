@@ -1,1 +1,1432 @@
-"""Rules of the data family (see DESIGN.md §3)."""
+"""Rules of the data family (see DESIGN.md §3): DataLoader arguments that cannot go together,
+samplers whose order never changes, and worker processes that are missing or started unsafely."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+from ..context import RuleContext
+from ..dataflow import flow_of
+from ..findings import Edit, Finding, Fix, Severity, Span, rule
+from ..semantics import FUNCTION_NODES, Function, Semantics
+from ..training import function_scope, training_of
+
+LOADER_CLASSES = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+LOADER_POSITIONAL = (
+    "dataset",
+    "batch_size",
+    "shuffle",
+    "sampler",
+    "batch_sampler",
+    "num_workers",
+    "collate_fn",
+    "pin_memory",
+    "drop_last",
+    "timeout",
+    "worker_init_fn",
+    "multiprocessing_context",
+    "generator",
+)
+DISTRIBUTED_SAMPLERS = (
+    "torch.utils.data.DistributedSampler",
+    "torch.utils.data.distributed.DistributedSampler",
+)
+SAMPLER_POSITIONAL = ("dataset", "num_replicas", "rank", "shuffle", "seed", "drop_last")
+# Builtins that iterate the loader they are given (`next(iter(loader))`, `list(loader)`).
+ITERATING_BUILTINS = frozenset({"iter", "list", "tuple", "sorted"})
+# Calls that take a loader without iterating it.
+NON_ITERATING_CALLS = frozenset(
+    {"len", "print", "isinstance", "hasattr", "getattr", "type", "str", "repr", "id", "vars"}
+)
+EVAL_WORDS = ("val", "valid", "validation", "test", "eval", "dev", "predict", "infer", "calib")
+DEFAULT_WORKERS = 4
+
+
+# ---- shared facts about calls ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Arguments:
+    """The arguments of one call bound to parameter names, like Python binds them."""
+
+    call: ast.Call
+    values: dict[str, ast.expr]
+    nodes: dict[str, ast.AST]  # the keyword node, or the positional expression
+    positional: frozenset[str]
+    open: bool  # `*args` / `**kwargs`: parameters not bound here may still be passed
+
+    def get(self, name: str) -> ast.expr | None:
+        return self.values.get(name)
+
+    def bound(self, name: str) -> bool:
+        return name in self.values
+
+    def unset(self, name: str) -> bool:
+        """Not passed, and no `*args`/`**kwargs` could pass it."""
+        return name not in self.values and not self.open
+
+
+def bind_arguments(call: ast.Call, positional_names: tuple[str, ...]) -> Arguments:
+    values: dict[str, ast.expr] = {}
+    nodes: dict[str, ast.AST] = {}
+    positional: set[str] = set()
+    is_open = False
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            is_open = True
+            break
+        if index < len(positional_names):
+            name = positional_names[index]
+            values[name] = arg
+            nodes[name] = arg
+            positional.add(name)
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            is_open = True
+            continue
+        values[keyword.arg] = keyword.value
+        nodes[keyword.arg] = keyword
+    return Arguments(call, values, nodes, frozenset(positional), is_open)
+
+
+def loader_calls(sem: Semantics) -> list[tuple[ast.Call, Arguments]]:
+    """Every `torch.utils.data.DataLoader(...)` in the document, under any import alias."""
+    found = sem.derived.get("data:loaders")
+    if found is None:
+        found = sem.derived["data:loaders"] = [
+            (call, bind_arguments(call, LOADER_POSITIONAL))
+            for call in sem.calls_to(*LOADER_CLASSES)
+        ]
+    return found
+
+
+def last_name(sem: Semantics, node: ast.AST) -> str:
+    """`DistributedSampler` for `torch.utils.data.DistributedSampler`; "" when not a name."""
+    dotted = sem.dotted(node)
+    return dotted.rsplit(".", 1)[-1] if dotted else ""
+
+
+def is_true(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def is_none(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def int_constant(node: ast.AST | None) -> int | None:
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int)
+        and not isinstance(node.value, bool)
+    ):
+        return node.value
+    return None
+
+
+def assigned_name(sem: Semantics, call: ast.Call) -> str | None:
+    """`train_loader` for `train_loader = DataLoader(...)` (also `self.loader = ...`)."""
+    parent = sem.parent(call)
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is call:
+        return sem.dotted(parent.targets[0])
+    if isinstance(parent, ast.AnnAssign) and parent.value is call:
+        return sem.dotted(parent.target)
+    if isinstance(parent, ast.NamedExpr) and parent.value is call:
+        return parent.target.id
+    return None
+
+
+def _loop_index(sem: Semantics) -> tuple[dict[int, dict[str, ast.AST]], dict[str, list]]:
+    """For every `for` loop, the names in its iterable; and for every name, those loops."""
+    found = sem.derived.get("data:loop_iter_names")
+    if found is None:
+        by_loop: dict[int, dict[str, ast.AST]] = {}
+        by_name: dict[str, list[tuple[ast.For | ast.AsyncFor, ast.AST]]] = {}
+        for loop in sem.loops:
+            if isinstance(loop, ast.For | ast.AsyncFor):
+                names: dict[str, ast.AST] = {}
+                for node in ast.walk(loop.iter):
+                    if isinstance(node, ast.Name | ast.Attribute):
+                        name = sem.dotted(node)
+                        if name is not None and name not in names:
+                            names[name] = node
+                            by_name.setdefault(name, []).append((loop, node))
+                by_loop[id(loop)] = names
+        found = sem.derived["data:loop_iter_names"] = (by_loop, by_name)
+    return found
+
+
+def loop_mentions(sem: Semantics, loop: ast.AST, dotted: str) -> ast.AST | None:
+    """The first Name/Attribute in a `for` loop's iterable that is `dotted` (`loader`,
+    `self.train_loader`), from an index built once for all loops."""
+    return _loop_index(sem)[0].get(id(loop), {}).get(dotted)
+
+
+def enclosing_class(sem: Semantics, node: ast.AST) -> ast.ClassDef | None:
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, ast.ClassDef):
+            return ancestor
+    return None
+
+
+def same_binding(sem: Semantics, dotted: str, bound_at: ast.AST, used_at: ast.AST) -> bool:
+    """Whether `dotted` used at `used_at` can be the value bound at `bound_at`."""
+    if dotted.startswith("self."):
+        return enclosing_class(sem, bound_at) is enclosing_class(sem, used_at)
+    bound_scope = scope_of(sem, bound_at)
+    used_scope = scope_of(sem, used_at)
+    if bound_scope is used_scope:
+        return True
+    if isinstance(bound_scope, ast.Module):
+        # a global read from a function that does not bind the name itself
+        return dotted.split(".", 1)[0] not in _names_bound_in(sem, used_scope)
+    return False
+
+
+def scope_of(sem: Semantics, node: ast.AST) -> ast.AST:
+    """The function holding `node`, else the module (memoised: rules ask often)."""
+    memo = sem.derived.setdefault("data:scopes", {})
+    scope = memo.get(id(node))
+    if scope is None:
+        scope = memo[id(node)] = function_scope(sem, node)
+    return scope
+
+
+def _names_bound_in(sem: Semantics, scope: ast.AST) -> set[str]:
+    """Plain names a function binds itself (parameters, assignments, loop targets)."""
+    index = sem.derived.get("data:bound_names")
+    if index is None:
+        index = {}
+        for function in sem.functions:
+            arguments = function.args
+            index[id(function)] = {
+                arg.arg
+                for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                            arguments.vararg, arguments.kwarg]
+                if arg is not None
+            }
+        targets: list[tuple[ast.AST, ast.AST]] = []
+        for assign in sem.assigns:
+            for target in assign.targets if isinstance(assign, ast.Assign) else [assign.target]:
+                targets.append((assign, target))
+        for loop in sem.loops:
+            if isinstance(loop, ast.For | ast.AsyncFor):
+                targets.append((loop, loop.target))
+        for statement, target in targets:
+            function = sem.enclosing_function(statement)
+            if function is None:
+                continue
+            names = index.setdefault(id(function), set())
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    names.add(node.id)
+        sem.derived["data:bound_names"] = index
+    return index.get(id(scope), set())
+
+
+def at_module_level(sem: Semantics, node: ast.AST) -> bool:
+    return not any(isinstance(ancestor, FUNCTION_NODES) for ancestor in sem.ancestors(node))
+
+
+def is_main_guard(test: ast.AST) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(
+        test.ops[0], ast.Eq
+    ):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
+        isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
+    )
+
+
+def in_main_guard(sem: Semantics, node: ast.AST) -> bool:
+    child = node
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, ast.If) and is_main_guard(ancestor.test) and child in ancestor.body:
+            return True
+        child = ancestor
+    return False
+
+
+def top_level_statement(sem: Semantics, node: ast.AST) -> ast.stmt | None:
+    current: ast.AST = node
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, ast.Module):
+            return current if isinstance(current, ast.stmt) else None
+        current = ancestor
+    return None
+
+
+def module_functions(sem: Semantics) -> dict[str, Function]:
+    """Functions defined at module level (outside classes), by name."""
+    found = sem.derived.get("data:module_functions")
+    if found is None:
+        found = {}
+        for function in sem.functions:
+            if at_module_level(sem, function):
+                found[function.name] = function
+        sem.derived["data:module_functions"] = found
+    return found
+
+
+def methods_of(cls: ast.ClassDef) -> dict[str, Function]:
+    return {
+        node.name: node
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def class_of_instance(sem: Semantics, name: str, at: ast.AST) -> ast.ClassDef | None:
+    """The local class `name` was built from (`trainer = Trainer(...)`), when it was."""
+    definition = flow_of(sem, function_scope(sem, at)).reaching(name, at)
+    if definition is None or not isinstance(definition.value, ast.Call):
+        return None
+    constructor = definition.value.func
+    if not isinstance(constructor, ast.Name):
+        return None
+    for cls in sem.classes:
+        if cls.name == constructor.id and at_module_level(sem, cls):
+            return cls
+    return None
+
+
+def parameter_names(function: Function) -> list[str]:
+    arguments = function.args
+    return [arg.arg for arg in [*arguments.posonlyargs, *arguments.args]]
+
+
+# ---- what a sampler argument holds -----------------------------------------------------------
+class Presence(str, Enum):
+    """Whether an argument's value is a real object, None, either, or unknown."""
+
+    SET = "set"
+    NONE = "none"
+    MAYBE = "maybe"  # a sampler on one path, None on another
+    UNKNOWN = "unknown"
+
+
+def sampler_presence(sem: Semantics, expr: ast.AST | None, at: ast.AST, depth: int = 0) -> Presence:
+    """Whether a `sampler=`/`batch_sampler=` value is certainly a sampler, None, or either."""
+    if expr is None or is_none(expr):
+        return Presence.NONE
+    if depth > 3:
+        return Presence.UNKNOWN
+    if isinstance(expr, ast.Call):
+        name = last_name(sem, expr.func)
+        return Presence.SET if "Sampler" in name else Presence.UNKNOWN
+    if isinstance(expr, ast.List | ast.Tuple | ast.ListComp):
+        return Presence.SET
+    if isinstance(expr, ast.IfExp):
+        branches = {
+            sampler_presence(sem, expr.body, at, depth + 1),
+            sampler_presence(sem, expr.orelse, at, depth + 1),
+        }
+        if branches == {Presence.SET}:
+            return Presence.SET
+        if branches == {Presence.SET, Presence.NONE}:
+            return Presence.MAYBE
+        return Presence.UNKNOWN
+    dotted = sem.dotted(expr)
+    if dotted is None:
+        return Presence.UNKNOWN
+    flow = flow_of(sem, function_scope(sem, at))
+    definitions = [
+        d for d in flow.definitions.get(dotted, []) if d.position < (at.lineno, at.col_offset)
+    ]
+    if definitions:
+        last = definitions[-1]
+        if not isinstance(last.node, ast.Assign | ast.AnnAssign) or last.value is None:
+            return Presence.UNKNOWN
+        value = sampler_presence(sem, last.value, last.node, depth + 1)
+        if value is not Presence.SET or _unconditional_before(sem, last.node, at):
+            return value
+        earlier = [d.value for d in definitions[:-1]]
+        if any(is_none(v) for v in earlier):
+            return Presence.MAYBE
+        return Presence.UNKNOWN
+    if "." in dotted:
+        # `self.sampler`, bound in another method: every assignment in the file decides
+        values = [_assigned_value(assign) for assign in _assignments_to(sem, dotted)]
+        kinds = {sampler_presence(sem, v, v, depth + 1) if v is not None else Presence.UNKNOWN
+                 for v in values}
+        if kinds == {Presence.SET}:
+            return Presence.SET
+        if kinds and kinds <= {Presence.SET, Presence.NONE} and Presence.SET in kinds:
+            return Presence.MAYBE
+    return Presence.UNKNOWN
+
+
+def _assignments_to(sem: Semantics, dotted: str) -> list[ast.Assign | ast.AnnAssign]:
+    """Every `dotted = ...` in the file, from an index built once."""
+    index = sem.derived.get("data:assignments")
+    if index is None:
+        index = {}
+        for assign in sem.assigns:
+            if isinstance(assign, ast.Assign):
+                targets = assign.targets
+            elif isinstance(assign, ast.AnnAssign):
+                targets = [assign.target]
+            else:
+                continue
+            for target in targets:
+                name = sem.dotted(target)
+                if name is not None:
+                    index.setdefault(name, []).append(assign)
+        sem.derived["data:assignments"] = index
+    return index.get(dotted, [])
+
+
+def _assigned_value(assign: ast.Assign | ast.AnnAssign) -> ast.expr | None:
+    return assign.value
+
+
+def _unconditional_before(sem: Semantics, definition: ast.AST, use: ast.AST) -> bool:
+    """True when every branch and loop around `definition` also holds `use`."""
+    use_ancestors = {id(node) for node in sem.ancestors(use)}
+    for ancestor in sem.ancestors(definition):
+        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+            return True
+        if isinstance(ancestor, ast.If | ast.For | ast.AsyncFor | ast.While | ast.Try | ast.Match):
+            if id(ancestor) not in use_ancestors:
+                return False
+    return True
+
+
+# ---- where a loader is iterated ----------------------------------------------------------------
+@dataclass(frozen=True)
+class IterationSite:
+    node: ast.AST  # what to point at: the loader inside a loop header, or the iterating call
+    loop: ast.For | ast.AsyncFor | None  # the loop that walks the loader, when there is one
+
+
+def iteration_sites(sem: Semantics, dotted: str, bound_at: ast.AST) -> list[IterationSite]:
+    """Loops over `dotted` (`for b in loader`, `enumerate(tqdm(loader))`) and `iter(loader)`."""
+    key = f"data:sites:{dotted}:{id(bound_at)}"
+    found = sem.derived.get(key)
+    if found is not None:
+        return found
+    found = []
+    for loop, node in _loop_index(sem)[1].get(dotted, []):
+        if same_binding(sem, dotted, bound_at, loop):
+            found.append(IterationSite(node, loop))
+    for call in _calls_passing(sem, dotted):
+        func = call.func
+        if (
+            isinstance(func, ast.Name)
+            and func.id in ITERATING_BUILTINS
+            and call.args
+            and sem.dotted(call.args[0]) == dotted
+            and not _inside_loop_header(sem, call)
+            and same_binding(sem, dotted, bound_at, call)
+        ):
+            found.append(IterationSite(call, None))
+    found.sort(key=lambda site: (site.node.lineno, site.node.col_offset))  # type: ignore[attr-defined]
+    sem.derived[key] = found
+    return found
+
+
+def _calls_of_builtin(sem: Semantics, name: str) -> list[ast.Call]:
+    index = sem.derived.get("data:name_calls")
+    if index is None:
+        index = {}
+        for call in sem.calls:
+            if isinstance(call.func, ast.Name):
+                index.setdefault(call.func.id, []).append(call)
+        sem.derived["data:name_calls"] = index
+    return index.get(name, [])
+
+
+def calls_by_name(sem: Semantics, name: str) -> list[ast.Call]:
+    """Calls of a plain name (`train(...)`), from one shared index."""
+    return _calls_of_builtin(sem, name)
+
+
+def _inside_loop_header(sem: Semantics, node: ast.AST) -> bool:
+    child = node
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, ast.For | ast.AsyncFor) and child is ancestor.iter:
+            return True
+        if isinstance(ancestor, ast.stmt):
+            return False
+        child = ancestor
+    return False
+
+
+# ---- which loaders train -----------------------------------------------------------------------
+NOT_LETTERS = re.compile(r"[^a-z]+")
+
+
+def _words(name: str) -> list[str]:
+    return [word for word in NOT_LETTERS.split(name.lower()) if word]
+
+
+def _is_eval_name(name: str) -> bool:
+    return any(word in EVAL_WORDS or word.startswith(("val", "test", "eval")) for word in
+               _words(name))
+
+
+def _is_train_name(name: str) -> bool:
+    return any(word.startswith("train") for word in _words(name))
+
+
+def _dataset_value(sem: Semantics, args: Arguments) -> ast.expr | None:
+    """The dataset expression, or the value its name was assigned from in this scope."""
+    dataset = args.get("dataset")
+    if isinstance(dataset, ast.Name | ast.Attribute):
+        dotted = sem.dotted(dataset)
+        if dotted is not None:
+            definition = flow_of(sem, function_scope(sem, args.call)).reaching(dotted, args.call)
+            if definition is not None and definition.value is not None:
+                return definition.value
+    return dataset
+
+
+def _split_of(value: ast.AST | None) -> str | None:
+    """"train"/"eval" from `MNIST(..., train=True)` or `load_dataset(..., split="test")`."""
+    if not isinstance(value, ast.Call):
+        return None
+    for keyword in value.keywords:
+        if keyword.arg == "train" and isinstance(keyword.value, ast.Constant):
+            return "train" if keyword.value.value is True else "eval"
+        if keyword.arg in ("split", "subset", "mode") and isinstance(keyword.value, ast.Constant):
+            text = str(keyword.value.value)
+            if _is_train_name(text):
+                return "train"
+            if _is_eval_name(text):
+                return "eval"
+    return None
+
+
+def loader_names(sem: Semantics, call: ast.Call, args: Arguments) -> list[str]:
+    """Names that say what a loader is for: its variable, its dataset, the function making it."""
+    names: list[str] = []
+    handle = assigned_name(sem, call)
+    if handle is not None:
+        names.append(handle.rsplit(".", 1)[-1])
+    dataset = args.get("dataset")
+    if dataset is not None:
+        dotted = sem.dotted(dataset)
+        if dotted is not None:
+            names.append(dotted.rsplit(".", 1)[-1])
+    parent = sem.parent(call)
+    if isinstance(parent, ast.Return):
+        function = sem.enclosing_function(call)
+        if function is not None:
+            names.append(function.name)
+    return names
+
+
+def _is_eval_loader(sem: Semantics, call: ast.Call, args: Arguments) -> bool:
+    if _split_of(_dataset_value(sem, args)) == "eval":
+        return True
+    return any(_is_eval_name(name) for name in loader_names(sem, call, args))
+
+
+def feeds_backward(sem: Semantics, call: ast.Call) -> bool:
+    """The loader is walked by a loop that calls `.backward()`."""
+    handle = assigned_name(sem, call)
+    if handle is None:
+        return False
+    loops = sem.derived.get("data:backward_loops")
+    if loops is None:
+        loops = sem.derived["data:backward_loops"] = training_of(sem).loops_with_backward()
+    for loop in loops:
+        if loop_mentions(sem, loop, handle) and same_binding(sem, handle, call, loop):
+            return True
+    return False
+
+
+def is_training_loader(sem: Semantics, call: ast.Call, args: Arguments) -> bool:
+    """Clearly a training loader: it feeds a backward loop, is named or built for training, or
+    shuffles. A loader named or built for validation or testing never counts."""
+    names = loader_names(sem, call, args)
+    split = _split_of(_dataset_value(sem, args))
+    if split == "eval" or any(_is_eval_name(name) for name in names):
+        return False
+    if feeds_backward(sem, call) or split == "train":
+        return True
+    if any(_is_train_name(name) for name in names):
+        return True
+    return is_true(args.get("shuffle"))
+
+
+# ---- editing call arguments ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Slot:
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class CallLayout:
+    """Where each argument of a call starts and ends, found from the call's tokens."""
+
+    nodes: tuple[ast.AST, ...]  # positional expressions and keyword nodes, in source order
+    slots: tuple[Slot, ...]
+    open_paren: tuple[int, int]
+    close_paren: tuple[int, int]
+    comments: tuple[tuple[int, int], ...]
+    trailing_comma: bool
+
+
+def call_layout(ctx: RuleContext, call: ast.Call) -> CallLayout | None:
+    doc = ctx.doc
+    span = doc.span_of(call)
+    func_end = doc.span_of(call.func)
+    text = doc.text_in(span)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+
+    def where(row: int, col: int) -> tuple[int, int]:
+        line = span.start_line + row - 1
+        return (line, col + span.start_col if row == 1 else col)
+
+    depth = 0
+    open_paren: tuple[int, int] | None = None
+    close_paren: tuple[int, int] | None = None
+    slots: list[Slot] = []
+    comments: list[tuple[int, int]] = []
+    first: tuple[int, int] | None = None
+    last: tuple[int, int] | None = None
+    trailing_comma = False
+    for token in tokens:
+        start, end = where(*token.start), where(*token.end)
+        if open_paren is None:
+            if token.type == tokenize.OP and token.string == "(" and depth == 0 and start >= (
+                func_end.end_line,
+                func_end.end_col,
+            ):
+                open_paren = start
+                depth = 1
+                continue
+            if token.type == tokenize.OP and token.string in "([{":
+                depth += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                depth -= 1
+            continue
+        if token.type == tokenize.COMMENT:
+            comments.append(start)
+            continue
+        if token.type in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+            continue
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+            if depth == 0:
+                close_paren = start
+                if first is not None and last is not None:
+                    slots.append(Slot(first, last))
+                    trailing_comma = False
+                break
+        if depth == 1 and token.type == tokenize.OP and token.string == ",":
+            if first is not None and last is not None:
+                slots.append(Slot(first, last))
+            first = last = None
+            trailing_comma = True
+            continue
+        if first is None:
+            first = start
+        last = end
+        trailing_comma = False
+    if open_paren is None or close_paren is None:
+        return None
+    nodes = sorted(
+        [*call.args, *call.keywords],
+        key=lambda node: (node.lineno, node.col_offset),  # type: ignore[attr-defined]
+    )
+    if len(nodes) != len(slots):
+        return None
+    return CallLayout(
+        tuple(nodes), tuple(slots), open_paren, close_paren, tuple(comments), trailing_comma
+    )
+
+
+def remove_arguments(ctx: RuleContext, call: ast.Call, doomed: list[ast.AST]) -> list[Edit] | None:
+    """Edits that delete the given arguments (keyword nodes or positional expressions) and the
+    commas that go with them; None when a comment sits in the way or positions are unclear."""
+    layout = call_layout(ctx, call)
+    if layout is None:
+        return None
+    ids = {id(node) for node in doomed}
+    indices = [index for index, node in enumerate(layout.nodes) if id(node) in ids]
+    if len(indices) != len(doomed) or not indices:
+        return None
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and runs[-1][-1] == index - 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    count = len(layout.slots)
+    edits: list[Edit] = []
+    for run in runs:
+        first, last = run[0], run[-1]
+        whole = _whole_lines(ctx, layout, first, last)
+        if whole is not None:
+            edits.append(Edit(whole, ""))
+            continue
+        if first == 0 and last == count - 1:
+            start, end = layout.slots[0].start, layout.close_paren
+        elif last + 1 < count:
+            start, end = layout.slots[first].start, layout.slots[last + 1].start
+        else:
+            start, end = layout.slots[first - 1].end, layout.slots[last].end
+        if any(start <= comment < end for comment in layout.comments):
+            return None
+        edits.append(Edit(Span(start[0], start[1], end[0], end[1]), ""))
+    return edits
+
+
+def _whole_lines(ctx: RuleContext, layout: CallLayout, first: int, last: int) -> Span | None:
+    """The lines of arguments first..last when they stand alone on their lines (a trailing
+    comment on them goes with them); None otherwise."""
+    doc = ctx.doc
+    start_line = layout.slots[first].start[0]
+    end_line = layout.slots[last].end[0]
+    if doc.index.line(start_line)[: layout.slots[first].start[1]].strip():
+        return None
+    if first > 0 and layout.slots[first - 1].end[0] >= start_line:
+        return None
+    if start_line <= layout.open_paren[0]:
+        return None
+    following = layout.slots[last + 1].start if last + 1 < len(layout.slots) else layout.close_paren
+    if following[0] <= end_line:
+        return None
+    tail = doc.index.line(end_line)[layout.slots[last].end[1] :].strip()
+    if tail.startswith(","):
+        tail = tail[1:].strip()
+    if tail and not tail.startswith("#"):
+        return None
+    slot_lines = {slot.end[0] for slot in layout.slots[first : last + 1]}
+    for comment in layout.comments:
+        if start_line <= comment[0] <= end_line and comment[0] not in slot_lines:
+            return None
+    return Span(start_line, 0, end_line + 1, 0)
+
+
+def add_keyword(ctx: RuleContext, call: ast.Call, text: str) -> Edit | None:
+    """An edit that passes one more keyword argument (`name=value`) to `call`."""
+    layout = call_layout(ctx, call)
+    if layout is None:
+        return None
+    if not layout.slots:
+        line, col = layout.open_paren
+        return Edit(Span(line, col + 1, line, col + 1), text)
+    last = layout.slots[-1]
+    close_line, close_col = layout.close_paren
+    doc = ctx.doc
+    if (
+        layout.trailing_comma
+        and close_line > last.end[0]
+        and not doc.index.line(close_line)[:close_col].strip()
+        and not doc.index.line(last.start[0])[: last.start[1]].strip()
+    ):
+        indent = doc.indentation_of(last.start[0])
+        return Edit(Span(close_line, 0, close_line, 0), f"{indent}{text},{doc.line_break()}")
+    return Edit(Span(last.end[0], last.end[1], last.end[0], last.end[1]), f", {text}")
+
+
+def indent_unit(ctx: RuleContext) -> str:
+    """The file's own indentation step (four spaces when it has no indented line)."""
+    for line in ctx.doc.index.lines:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line and not stripped.startswith("#"):
+            prefix = line[: len(line) - len(stripped)]
+            return "\t" if prefix.startswith("\t") else prefix
+    return "    "
+
+
+STRING_OR_COMMENT = re.compile(
+    r"#[^\r\n]*|(\"\"\"|\'\'\')|\"(?:\\.|[^\"\\\r\n])*\"|'(?:\\.|[^'\\\r\n])*'"
+)
+
+
+def lines_inside_strings(text: str) -> set[int]:
+    """0-based numbers of the lines of `text` that start inside a triple-quoted string."""
+    inside: set[int] = set()
+    position = 0
+    while True:
+        match = STRING_OR_COMMENT.search(text, position)
+        if match is None:
+            return inside
+        if match.group(1) is None:
+            position = match.end()
+            continue
+        quote = match.group(1)
+        end = match.end()
+        while True:
+            end = text.find(quote, end)
+            if end < 0:
+                end = len(text)
+                break
+            backslashes = len(text[:end]) - len(text[:end].rstrip("\\"))
+            if backslashes % 2 == 0:
+                break
+            end += 1
+        first = text.count("\n", 0, match.start())
+        last = first + text.count("\n", match.start(), end)
+        inside.update(range(first + 1, last + 1))
+        position = end + len(quote)
+
+
+def indent_lines(ctx: RuleContext, first_line: int, last_line: int, unit: str) -> list[Edit]:
+    """Edits that indent lines first..last by `unit`, leaving blank lines and the inside of
+    multi-line strings alone."""
+    doc = ctx.doc
+    text = "\n".join(doc.index.line(n) for n in range(first_line, last_line + 1))
+    inside_strings = {first_line + line for line in lines_inside_strings(text)}
+    edits: list[Edit] = []
+    for line in range(first_line, last_line + 1):
+        if line in inside_strings or not doc.index.line(line).strip():
+            continue
+        edits.append(Edit(Span(line, 0, line, 0), unit))
+    return edits
+
+
+# ---- TD501 ---------------------------------------------------------------------------------
+@rule(
+    "TD501",
+    "shuffle-with-sampler",
+    Severity.ERROR,
+    "DataLoader(shuffle=True, sampler=...) raises: the sampler already decides the order.",
+    fixable=True,
+)
+def shuffle_with_sampler(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for call, args in loader_calls(sem):
+        shuffle = args.get("shuffle")
+        if not is_true(shuffle):
+            continue
+        sampler = args.get("sampler")
+        presence = sampler_presence(sem, sampler, call)
+        shuffle_node = args.nodes["shuffle"]
+        if presence is Presence.SET:
+            message = (
+                "`shuffle=True` together with `sampler=` raises \"ValueError: sampler option is "
+                "mutually exclusive with shuffle\": the sampler decides the order (shuffle "
+                "inside the sampler, e.g. `RandomSampler` or `DistributedSampler(shuffle=True)`)"
+            )
+            yield ctx.finding("TD501", shuffle_node, message, _drop_shuffle_fix(ctx, call, args))
+        elif presence is Presence.MAYBE and sampler is not None:
+            name = ctx.doc.source_of(sampler)
+            message = (
+                f"`shuffle=True` raises \"ValueError: sampler option is mutually exclusive with "
+                f"shuffle\" whenever `{name}` is not None; shuffle only when there is no "
+                f"sampler: `shuffle=({name} is None)`"
+            )
+            fix = Fix(
+                f"Shuffle only when `{name}` is None",
+                (ctx.replace(shuffle, f"({name} is None)"),),
+            )
+            yield ctx.finding("TD501", shuffle_node, message, fix)
+
+
+def _drop_shuffle_fix(ctx: RuleContext, call: ast.Call, args: Arguments) -> Fix | None:
+    if "shuffle" in args.positional:
+        return Fix(
+            "Pass `False` for shuffle (the sampler decides the order)",
+            (ctx.replace(args.values["shuffle"], "False"),),
+        )
+    edits = remove_arguments(ctx, call, [args.nodes["shuffle"]])
+    if edits is None:
+        return None
+    return Fix("Remove `shuffle=True` (the sampler decides the order)", tuple(edits))
+
+
+# ---- TD502 ---------------------------------------------------------------------------------
+@rule(
+    "TD502",
+    "sampler-set-epoch",
+    Severity.WARNING,
+    "A DistributedSampler whose epoch loop never calls set_epoch(): the same order every epoch.",
+    fixable=True,
+)
+def sampler_set_epoch(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    samplers = list(sem.calls_to(*DISTRIBUTED_SAMPLERS))
+    if not samplers or sem.method_calls("set_epoch"):
+        return
+    for sampler in samplers:
+        args = bind_arguments(sampler, SAMPLER_POSITIONAL)
+        shuffle = args.get("shuffle")
+        if args.bound("shuffle") and not is_true(shuffle):
+            continue  # shuffle=False: the order is meant to stay; a variable: cannot tell
+        found = _epoch_loop_of(ctx, sampler)
+        if found is None:
+            continue
+        epoch_loop, loader_handle, sampler_handle = found
+        message = (
+            "this DistributedSampler shuffles with the seed `seed + epoch`, and its epoch is "
+            "never set: every epoch visits the samples in the same order; call "
+            "`sampler.set_epoch(epoch)` at the start of each epoch"
+        )
+        fix = _set_epoch_fix(ctx, epoch_loop, loader_handle, sampler_handle, sampler)
+        yield ctx.finding("TD502", sampler, message, fix)
+
+
+def _epoch_loop_of(
+    ctx: RuleContext, sampler: ast.Call
+) -> tuple[ast.For | ast.AsyncFor | ast.While, str, str | None] | None:
+    """The loop whose iterations each walk a loader that draws from `sampler`."""
+    sem = ctx.sem
+    sampler_handle = assigned_name(sem, sampler)
+    for call, args in loader_calls(sem):
+        value = args.get("sampler")
+        if value is None:
+            continue
+        if value is sampler:
+            pass
+        elif sampler_handle is None or sem.dotted(value) != sampler_handle:
+            continue
+        elif not same_binding(sem, sampler_handle, sampler, call):
+            continue
+        handle = assigned_name(sem, call)
+        if handle is None or _prepared_elsewhere(sem, handle) or _is_eval_loader(sem, call, args):
+            continue  # the order of an evaluation pass does not matter
+        loop = _epoch_loop_around_uses(sem, handle, call)
+        if loop is not None:
+            return loop, handle, sampler_handle
+    return None
+
+
+def _prepared_elsewhere(sem: Semantics, handle: str) -> bool:
+    """`accelerator.prepare(loader)`: the wrapper sets the epoch itself."""
+    for call in sem.method_calls("prepare"):
+        if any(sem.dotted(arg) == handle for arg in call.args):
+            return True
+    return False
+
+
+def _epoch_loop_around_uses(
+    sem: Semantics, handle: str, bound_at: ast.AST
+) -> ast.For | ast.AsyncFor | ast.While | None:
+    for site in iteration_sites(sem, handle, bound_at):
+        around = sem.enclosing_loops(site.loop if site.loop is not None else site.node)
+        if around:
+            return around[0]
+    # `for epoch in ...: train_one_epoch(model, loader, ...)`
+    for call in _calls_passing(sem, handle):
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in NON_ITERATING_CALLS:
+            continue
+        if not same_binding(sem, handle, bound_at, call):
+            continue
+        around = sem.enclosing_loops(call)
+        if around and not any(
+            loop_mentions(sem, loop, handle) is not None for loop in around
+        ):
+            return around[0]
+    return None
+
+
+def _calls_passing(sem: Semantics, dotted: str) -> list[ast.Call]:
+    """Calls that get `dotted` itself as an argument, from an index built once."""
+    index = sem.derived.get("data:passed_names")
+    if index is None:
+        index = {}
+        for call in sem.calls:
+            for value in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(value, ast.Name | ast.Attribute):
+                    name = sem.dotted(value)
+                    if name is not None:
+                        index.setdefault(name, []).append(call)
+        sem.derived["data:passed_names"] = index
+    return index.get(dotted, [])
+
+
+def _set_epoch_fix(
+    ctx: RuleContext,
+    loop: ast.For | ast.AsyncFor | ast.While,
+    loader_handle: str,
+    sampler_handle: str | None,
+    sampler: ast.Call,
+) -> Fix | None:
+    if not isinstance(loop, ast.For | ast.AsyncFor) or not isinstance(loop.target, ast.Name):
+        return None
+    epoch = loop.target.id
+    if epoch == "_":
+        return None
+    first = loop.body[0]
+    if first.lineno == loop.lineno:
+        return None
+    sem = ctx.sem
+    if sampler_handle is not None and same_binding(sem, sampler_handle, sampler, loop):
+        receiver = sampler_handle
+    else:
+        receiver = f"{loader_handle}.sampler"
+    return Fix(
+        f"Call `{receiver}.set_epoch({epoch})` at the start of each epoch",
+        (ctx.insert_line_before(first, f"{receiver}.set_epoch({epoch})"),),
+    )
+
+
+# ---- TD503 ---------------------------------------------------------------------------------
+@rule(
+    "TD503",
+    "workers-options-without-workers",
+    Severity.ERROR,
+    "persistent_workers=True or prefetch_factor= with num_workers=0 raises ValueError.",
+    fixable=True,
+)
+def workers_options_without_workers(ctx: RuleContext) -> Iterator[Finding]:
+    for call, args in loader_calls(ctx.sem):
+        workers = args.get("num_workers")
+        if workers is None:
+            if not args.unset("num_workers"):
+                continue
+        elif int_constant(workers) != 0:
+            continue
+        where = "`num_workers=0`" if workers is not None else "`num_workers` unset (0)"
+        persistent = args.get("persistent_workers")
+        if persistent is not None and isinstance(persistent, ast.Constant) and persistent.value:
+            message = (
+                f"`persistent_workers=True` with {where} raises \"ValueError: "
+                "persistent_workers option needs num_workers > 0\"; remove it, or load with "
+                "worker processes (`num_workers=<n>`)"
+            )
+            yield ctx.finding(
+                "TD503",
+                args.nodes["persistent_workers"],
+                message,
+                _remove_option_fix(ctx, call, args, "persistent_workers"),
+            )
+        prefetch = args.get("prefetch_factor")
+        if prefetch is not None and isinstance(prefetch, ast.Constant) and not is_none(prefetch):
+            message = (
+                f"`prefetch_factor=` with {where} raises \"ValueError: prefetch_factor option "
+                "could only be specified in multiprocessing.let num_workers > 0 to enable "
+                "multiprocessing, otherwise set prefetch_factor to None.\"; remove it, or load "
+                "with worker processes (`num_workers=<n>`)"
+            )
+            yield ctx.finding(
+                "TD503",
+                args.nodes["prefetch_factor"],
+                message,
+                _remove_option_fix(ctx, call, args, "prefetch_factor"),
+            )
+
+
+def _remove_option_fix(ctx: RuleContext, call: ast.Call, args: Arguments, name: str) -> Fix | None:
+    edits = remove_arguments(ctx, call, [args.nodes[name]])
+    if edits is None:
+        return None
+    return Fix(f"Remove `{name}=` (it only applies to worker processes)", tuple(edits))
+
+
+# ---- TD504 ---------------------------------------------------------------------------------
+@rule(
+    "TD504",
+    "single-process-loading",
+    Severity.INFORMATION,
+    "A training DataLoader loads every batch in the main process (num_workers unset or 0).",
+    fixable=True,
+)
+def single_process_loading(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for call, args in loader_calls(sem):
+        workers = args.get("num_workers")
+        if workers is None:
+            if not args.unset("num_workers"):
+                continue
+        elif int_constant(workers) != 0:
+            continue  # workers already, or a variable (`num_workers=n`)
+        if args.bound("persistent_workers") or args.bound("prefetch_factor"):
+            continue  # TD503's case
+        if _in_memory_dataset(sem, args) or not is_training_loader(sem, call, args):
+            continue
+        where = "`num_workers=0`" if workers is not None else "no `num_workers`"
+        message = (
+            f"this training DataLoader has {where}: every batch is loaded and collated in the "
+            "main process while the model waits; load in parallel with `num_workers=<n>` "
+            "(and `pin_memory=True` when training on CUDA)"
+        )
+        where_node = workers if workers is not None else call.func
+        yield ctx.finding("TD504", where_node, message, _workers_fix(ctx, call, args))
+
+
+def _in_memory_dataset(sem: Semantics, args: Arguments) -> bool:
+    """A `TensorDataset` is indexed in memory: worker processes would only add overhead."""
+    value = _dataset_value(sem, args)
+    return isinstance(value, ast.Call) and last_name(sem, value.func) == "TensorDataset"
+
+
+def _workers_fix(ctx: RuleContext, call: ast.Call, args: Arguments) -> Fix | None:
+    sem = ctx.sem
+    if args.open or _unguarded_worker_start(ctx, call) is not None:
+        return None  # more workers here would start processes at import time (TD505)
+    workers = args.get("num_workers")
+    edits: list[Edit] = []
+    if workers is not None:
+        edits.append(ctx.replace(workers, str(DEFAULT_WORKERS)))
+        extra = [] if args.bound("pin_memory") or not _uses_cuda(sem) else ["pin_memory=True"]
+    else:
+        extra = [f"num_workers={DEFAULT_WORKERS}"]
+        if not args.bound("pin_memory") and _uses_cuda(sem):
+            extra.append("pin_memory=True")
+    if extra:
+        edit = add_keyword(ctx, call, ", ".join(extra))
+        if edit is None:
+            return None
+        edits.append(edit)
+    title = f"Load with {DEFAULT_WORKERS} worker processes" + (
+        " and pinned memory" if "pin_memory=True" in extra else ""
+    )
+    return Fix(title, tuple(edits), safe=False)
+
+
+def _uses_cuda(sem: Semantics) -> bool:
+    cached = sem.derived.get("data:uses_cuda")
+    if cached is None:
+        cached = bool(sem.method_calls("cuda")) or any(
+            name.startswith("torch.cuda.") for name in sem.calls_by_qualname
+        )
+        if not cached:
+            for call in sem.calls_to("torch.device"):
+                if call.args and isinstance(call.args[0], ast.Constant):
+                    cached = str(call.args[0].value).startswith("cuda")
+                    if cached:
+                        break
+        sem.derived["data:uses_cuda"] = cached
+    return cached
+
+
+# ---- TD505 ---------------------------------------------------------------------------------
+@rule(
+    "TD505",
+    "workers-without-main-guard",
+    Severity.WARNING,
+    "DataLoader worker processes started at import time, outside `if __name__ == \"__main__\":`.",
+    fixable=True,
+)
+def workers_without_main_guard(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    if _forces_fork(sem):
+        return
+    sites = _WorkerStarts(ctx).unguarded_module_sites()
+    # The first place is where the re-imported script breaks; one guard fixes every later one.
+    for node in sites[:1]:
+        message = (
+            "DataLoader worker processes start here, at module level without "
+            "`if __name__ == \"__main__\":`: under the spawn and forkserver start methods "
+            "(Windows, macOS) each worker re-imports this file, reaches this line again and "
+            "fails (\"An attempt has been made to start a new process before the current "
+            "process has finished its bootstrapping phase\"); put the script part under a "
+            "main guard"
+        )
+        yield ctx.finding("TD505", node, message, _main_guard_fix(ctx, node))
+
+
+def _forces_fork(sem: Semantics) -> bool:
+    for call in sem.method_calls("set_start_method"):
+        if call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value == "fork":
+            return True
+    return False
+
+
+def _starts_workers(sem: Semantics, args: Arguments) -> bool:
+    context = args.get("multiprocessing_context")
+    if isinstance(context, ast.Constant) and context.value == "fork":
+        return False
+    return _positive_count(sem, args.get("num_workers"))
+
+
+def _positive_count(sem: Semantics, value: ast.AST | None, depth: int = 0) -> bool:
+    """A worker count that is certainly above zero: `4`, `NUM_WORKERS = 4`, `os.cpu_count()`."""
+    if value is None or depth > 3:
+        return False
+    number = int_constant(value)
+    if number is not None:
+        return number > 0
+    if isinstance(value, ast.Call):
+        name = last_name(sem, value.func)
+        if name == "cpu_count":
+            return True
+        if name in ("min", "max") and value.args:
+            results = [_positive_count(sem, arg, depth + 1) for arg in value.args]
+            return all(results) if name == "min" else any(results)
+        return False
+    if isinstance(value, ast.Name):
+        assigns = [
+            assign
+            for assign in _assignments_to(sem, value.id)
+            if at_module_level(sem, assign) and isinstance(sem.parent(assign), ast.Module)
+        ]
+        if len(assigns) == 1 and assigns[0].value is not None:
+            return _positive_count(sem, assigns[0].value, depth + 1)
+    return False
+
+
+class _WorkerStarts:
+    """Where loaders with worker processes are iterated, followed through local calls."""
+
+    def __init__(self, ctx: RuleContext) -> None:
+        self.ctx = ctx
+        self.sem = ctx.sem
+        self.loaders: list[tuple[ast.Call, str]] = []
+        for call, args in loader_calls(self.sem):
+            handle = assigned_name(self.sem, call)
+            if handle is not None and _starts_workers(self.sem, args):
+                self.loaders.append((call, handle))
+        self.functions = module_functions(self.sem)
+        self.memo: dict[int, bool] = {}
+        self.param_memo: dict[tuple[int, str], bool] = {}
+        self.calls_by_function: dict[int, list[ast.Call]] | None = None
+        self.direct_starters: set[int] | None = None
+        self.method_names: set[str] | None = None
+
+    # -- functions ---------------------------------------------------------------------------
+    def function_starts(self, function: Function) -> bool:
+        key = id(function)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = False  # cycles: assume not
+        result = self._function_starts(function)
+        self.memo[key] = result
+        return result
+
+    def _function_starts(self, function: Function) -> bool:
+        if self.direct_starters is None:
+            self.direct_starters = set()
+            for call, handle in self.loaders:
+                for site in iteration_sites(self.sem, handle, call):
+                    owner = self.sem.enclosing_function(site.node)
+                    if owner is not None:
+                        self.direct_starters.add(id(owner))
+        if id(function) in self.direct_starters:
+            return True
+        for call in self._calls_inside(function):
+            if self.call_starts(call):
+                return True
+        return False
+
+    def _calls_inside(self, function: Function) -> list[ast.Call]:
+        if self.calls_by_function is None:
+            self.calls_by_function = {}
+            for call in self.sem.calls:
+                owner = self.sem.enclosing_function(call)
+                if owner is not None:
+                    self.calls_by_function.setdefault(id(owner), []).append(call)
+        return self.calls_by_function.get(id(function), [])
+
+    def callee(self, call: ast.Call) -> tuple[Function, bool] | None:
+        """The local function a call runs, and whether it is a method (its `self` is bound)."""
+        sem = self.sem
+        func = call.func
+        if isinstance(func, ast.Name):
+            target = self.functions.get(func.id)
+            return (target, False) if target is not None else None
+        if not isinstance(func, ast.Attribute):
+            return None
+        receiver = func.value
+        cls: ast.ClassDef | None = None
+        if isinstance(receiver, ast.Name) and receiver.id == "self":
+            cls = enclosing_class(sem, call)
+        elif isinstance(receiver, ast.Name):
+            cls = class_of_instance(sem, receiver.id, call)
+        if cls is None:
+            return None
+        method = methods_of(cls).get(func.attr)
+        return (method, True) if method is not None else None
+
+
+    def _may_call_local(self, call: ast.Call) -> bool:
+        """A cheap first look: a call of a local function or of a local class's method."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            return func.id in self.functions
+        if self.method_names is None:
+            self.method_names = {
+                name for cls in self.sem.classes for name in methods_of(cls)
+            }
+        return isinstance(func, ast.Attribute) and func.attr in self.method_names
+
+    def call_starts(self, call: ast.Call) -> bool:
+        found = self.callee(call)
+        if found is None:
+            return False
+        function, is_method = found
+        if self.function_starts(function):
+            return True
+        # `train(loader)` with a worker loader, where `train` iterates that parameter
+        parameters = parameter_names(function)
+        if is_method and parameters:
+            parameters = parameters[1:]
+        passed: list[tuple[str, ast.AST]] = list(zip(parameters, call.args, strict=False))
+        passed += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        for parameter, value in passed:
+            if not self._is_worker_loader(value, call):
+                continue
+            if self._iterates_parameter(function, parameter):
+                return True
+        return False
+
+    def _is_worker_loader(self, value: ast.AST, at: ast.AST) -> bool:
+        dotted = self.sem.dotted(value)
+        if dotted is None:
+            return False
+        return any(
+            handle == dotted and same_binding(self.sem, handle, call, at)
+            for call, handle in self.loaders
+        )
+
+    def _iterates_parameter(self, function: Function, parameter: str) -> bool:
+        key = (id(function), parameter)
+        if key not in self.param_memo:
+            self.param_memo[key] = bool(
+                [
+                    site
+                    for site in iteration_sites(self.sem, parameter, function.body[0])
+                    if self.sem.enclosing_function(site.node) is function
+                ]
+            )
+        return self.param_memo[key]
+
+    # -- the module ----------------------------------------------------------------------------
+    def unguarded_module_sites(self) -> list[ast.AST]:
+        sem = self.sem
+        sites: list[ast.AST] = []
+        for call, handle in self.loaders:
+            for site in iteration_sites(sem, handle, call):
+                if at_module_level(sem, site.node):
+                    sites.append(site.node)
+        if self.loaders:
+            for call in sem.calls:
+                if self._may_call_local(call) and at_module_level(sem, call):
+                    if self.call_starts(call):
+                        sites.append(call)
+        unique: dict[int, ast.AST] = {}
+        for node in sites:
+            if not in_main_guard(sem, node):
+                unique.setdefault(id(node), node)
+        return sorted(unique.values(), key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+
+
+def _unguarded_worker_start(ctx: RuleContext, call: ast.Call) -> ast.AST | None:
+    """Where this loader would start workers at import time if it had any (for TD504's fix)."""
+    sem = ctx.sem
+    handle = assigned_name(sem, call)
+    if handle is None:
+        return None
+    for site in iteration_sites(sem, handle, call):
+        if at_module_level(sem, site.node) and not in_main_guard(sem, site.node):
+            return site.node
+    if at_module_level(sem, call):
+        return None
+    function = sem.enclosing_function(call)
+    if function is None:
+        return None
+    for caller in calls_by_name(sem, function.name):
+        if at_module_level(sem, caller) and not in_main_guard(sem, caller):
+            return caller
+    return None
+
+
+def _main_guard_fix(ctx: RuleContext, node: ast.AST) -> Fix | None:
+    """Put everything from the statement that starts the workers to the end of the file under
+    `if __name__ == "__main__":`."""
+    sem = ctx.sem
+    statement = top_level_statement(sem, node)
+    if statement is None or statement.col_offset != 0:
+        return None
+    doc = ctx.doc
+    first = doc.span_of(statement).start_line
+    last = doc.index.line_count - 1
+    while last > first and not doc.index.line(last).strip():
+        last -= 1
+    unit = indent_unit(ctx)
+    edits = indent_lines(ctx, first, last, unit)
+    if not edits or edits[0].span.start_line != first:
+        return None
+    guard = Edit(
+        Span(first, 0, first, 0), f'if __name__ == "__main__":{doc.line_break()}{unit}'
+    )
+    return Fix(
+        'Run the script part under `if __name__ == "__main__":`',
+        (guard, *edits[1:]),
+        safe=False,
+    )
+
+
+# ---- TD506 ---------------------------------------------------------------------------------
+@rule(
+    "TD506",
+    "batch-sampler-conflict",
+    Severity.ERROR,
+    "batch_sampler= together with batch_size, shuffle, sampler or drop_last raises ValueError.",
+    fixable=True,
+)
+def batch_sampler_conflict(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for call, args in loader_calls(sem):
+        batch_sampler = args.get("batch_sampler")
+        if batch_sampler is None or sampler_presence(sem, batch_sampler, call) is not Presence.SET:
+            continue
+        conflicts = _batch_sampler_conflicts(sem, call, args)
+        if not conflicts:
+            continue
+        names = ", ".join(f"`{name}`" for name in conflicts)
+        message = (
+            f"`batch_sampler=` cannot be combined with {names}: DataLoader raises \"ValueError: "
+            "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+            "drop_last\"; the batch sampler alone decides batch size, order and the last batch"
+        )
+        yield ctx.finding("TD506", args.nodes["batch_sampler"], message,
+                          _drop_conflicts_fix(ctx, call, args, conflicts))
+
+
+def _batch_sampler_conflicts(sem: Semantics, call: ast.Call, args: Arguments) -> list[str]:
+    """The arguments that make DataLoader raise next to a batch sampler, as torch tests them:
+    `batch_size != 1 or shuffle or sampler is not None or drop_last`."""
+    conflicts: list[str] = []
+    batch_size = args.get("batch_size")
+    if batch_size is not None and (
+        (isinstance(batch_size, ast.Constant) and batch_size.value != 1)
+        or (isinstance(batch_size, ast.Name | ast.Attribute)
+            and int_constant(_constant_value(sem, batch_size, call)) != 1)
+    ):
+        conflicts.append("batch_size")
+    for flag in ("shuffle", "drop_last"):
+        value = args.get(flag)
+        if isinstance(value, ast.Constant) and value.value:
+            conflicts.append(flag)
+    if sampler_presence(sem, args.get("sampler"), call) is Presence.SET:
+        conflicts.append("sampler")
+    return conflicts
+
+
+def _constant_value(sem: Semantics, name: ast.AST, at: ast.AST) -> ast.AST | None:
+    dotted = sem.dotted(name)
+    if dotted is None:
+        return None
+    definition = flow_of(sem, function_scope(sem, at)).reaching(dotted, at)
+    if definition is None or not isinstance(definition.value, ast.Constant):
+        return None
+    return definition.value
+
+
+def _drop_conflicts_fix(
+    ctx: RuleContext, call: ast.Call, args: Arguments, conflicts: list[str]
+) -> Fix | None:
+    positional_left = [
+        name
+        for name in args.positional
+        if name not in conflicts and LOADER_POSITIONAL.index(name) > min(
+            (LOADER_POSITIONAL.index(c) for c in conflicts if c in args.positional), default=99
+        )
+    ]
+    if positional_left:
+        return None  # removing a positional argument would shift the ones after it
+    edits = remove_arguments(ctx, call, [args.nodes[name] for name in conflicts])
+    if edits is None:
+        return None
+    names = ", ".join(f"`{name}`" for name in conflicts)
+    return Fix(f"Remove {names} (the batch sampler decides them)", tuple(edits))

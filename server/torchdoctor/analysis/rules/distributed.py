@@ -1,1 +1,585 @@
-"""Rules of the distributed family (see DESIGN.md §3)."""
+"""Rules of the distributed family (see DESIGN.md §3): data-parallel scripts whose ranks train on
+the same data, start from different weights, or all write the same checkpoint."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from ..context import RuleContext
+from ..dataflow import flow_of
+from ..findings import Edit, Finding, Fix, Severity, Span, rule
+from ..semantics import Function, Semantics
+from ..training import function_scope, statement_list_of
+from .data import (
+    Arguments,
+    add_keyword,
+    at_module_level,
+    calls_by_name,
+    class_of_instance,
+    enclosing_class,
+    indent_lines,
+    indent_unit,
+    is_none,
+    is_training_loader,
+    last_name,
+    loader_calls,
+    methods_of,
+)
+
+DDP_CLASSES = (
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+)
+FSDP_CLASSES = (
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+)
+SAVE_FUNCTIONS = ("torch.save", "torch.serialization.save")
+# Names that say "this is the process that writes": is_main_process(), master_process,
+# accelerator.is_main_process, trainer.is_global_zero, @rank_zero_only, is_rank_zero() ...
+MAIN_PROCESS_NAME = re.compile(
+    r"^(is_)?(local_)?(main|master|chief|leader)(_process|_proc|_rank|_node|_worker|_ordinal)?$"
+    r"|^is_(local_)?main_process$|^is_(global|local)_zero$|^(is_)?(global_)?rank_?(0|zero)(_only)?$",
+    re.IGNORECASE,
+)
+SAVE_HELPER_NAME = re.compile(r"master|main_process|rank_?0|rank_?zero|on_main", re.IGNORECASE)
+RANK_WORDS = ("rank", "gpu", "ordinal", "process_index")
+EXIT_CALLS = frozenset({"exit", "quit", "_exit"})
+
+
+def is_distributed_script(sem: Semantics) -> bool:
+    """The file starts or uses a process group, or wraps a model for data parallelism."""
+    cached = sem.derived.get("distributed:script")
+    if cached is None:
+        cached = any(
+            name.startswith("torch.distributed.") or name in DDP_CLASSES
+            for name in sem.calls_by_qualname
+        )
+        sem.derived["distributed:script"] = cached
+    return cached
+
+
+# ---- TD601 ---------------------------------------------------------------------------------
+@rule(
+    "TD601",
+    "ddp-find-unused",
+    Severity.ERROR,
+    "Parameters get no gradient under DDP without find_unused_parameters=True (from the probe).",
+    fixable=False,
+)
+def ddp_find_unused(ctx: RuleContext) -> Iterator[Finding]:
+    """Which parameters stay without a gradient is only known by running the model: the probe
+    reports this code; the static pass has nothing to say."""
+    return iter(())
+
+
+# ---- TD602 ---------------------------------------------------------------------------------
+@rule(
+    "TD602",
+    "fsdp-sync-module-states",
+    Severity.INFORMATION,
+    "FSDP(...) without sync_module_states=True: each rank shards its own copy of the weights.",
+    fixable=True,
+)
+def fsdp_sync_module_states(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for call in sem.calls_to(*FSDP_CLASSES):
+        keywords = {k.arg for k in call.keywords}
+        if "sync_module_states" in keywords or None in keywords:
+            continue
+        if any(isinstance(arg, ast.Starred) for arg in call.args):
+            continue
+        device_id = next((k.value for k in call.keywords if k.arg == "device_id"), None)
+        if _is_cpu(sem, device_id):
+            continue  # sync_module_states=True needs the module on the GPU
+        deferred = _deferred_init(sem, call)
+        if not deferred and (_seeded_alike(sem) or _loads_weights(sem)):
+            continue  # every rank builds the same weights
+        if deferred:
+            message = (
+                "the module is created on the meta device or loaded on rank 0 only, and FSDP "
+                "shards what each rank holds: without `sync_module_states=True` the other ranks "
+                "never receive rank 0's weights"
+            )
+        else:
+            message = (
+                "FSDP shards the weights each rank built itself and does not broadcast them: "
+                "unless every rank creates identical weights (same seed, same checkpoint), the "
+                "sharded model mixes different initialisations; `sync_module_states=True` "
+                "copies rank 0's parameters and buffers to every rank first"
+            )
+        fix = None
+        if _module_on_gpu(sem, call, device_id):
+            edit = add_keyword(ctx, call, "sync_module_states=True")
+            if edit is not None:
+                fix = Fix("Add `sync_module_states=True`", (edit,), safe=False)
+        yield ctx.finding("TD602", call.func, message, fix)
+
+
+def _is_cpu(sem: Semantics, value: ast.AST | None) -> bool:
+    if isinstance(value, ast.Constant):
+        return value.value == "cpu"
+    if isinstance(value, ast.Call) and sem.qualname(value.func) == "torch.device" and value.args:
+        first = value.args[0]
+        return isinstance(first, ast.Constant) and first.value == "cpu"
+    return False
+
+
+def _deferred_init(sem: Semantics, call: ast.Call) -> bool:
+    """Weights created on the meta device, materialised later, or loaded on rank 0 only."""
+    if any(k.arg == "param_init_fn" for k in call.keywords):
+        return True
+    if sem.method_calls("to_empty") or any(
+        last_name(sem, c.func) == "init_empty_weights" for c in sem.calls
+    ):
+        return True
+    for device in sem.calls_to("torch.device"):
+        if device.args and isinstance(device.args[0], ast.Constant):
+            if device.args[0].value == "meta":
+                return True
+    for other in sem.calls:
+        for keyword in other.keywords:
+            if (
+                keyword.arg in ("device", "device_map")
+                and isinstance(keyword.value, ast.Constant)
+                and keyword.value.value == "meta"
+            ):
+                return True
+    return False
+
+
+def _seeded_alike(sem: Semantics) -> bool:
+    """A seed call whose seed does not depend on the rank: every rank draws the same weights."""
+    for call in sem.calls:
+        if last_name(sem, call.func) not in ("manual_seed", "set_seed", "seed_everything"):
+            continue
+        if isinstance(call.func, ast.Attribute) and last_name(sem, call.func.value) in (
+            "cuda",
+            "generator",
+        ):
+            continue
+        if not any(_mentions_rank(arg) for arg in [*call.args, *(k.value for k in call.keywords)]):
+            return True
+    return False
+
+
+def _loads_weights(sem: Semantics) -> bool:
+    """`from_pretrained(...)`, `load_state_dict(...)`: every rank loads the same weights."""
+    return bool(sem.method_calls("from_pretrained") or sem.method_calls("load_state_dict"))
+
+
+def _module_on_gpu(sem: Semantics, call: ast.Call, device_id: ast.AST | None) -> bool:
+    if device_id is not None:
+        return True
+    module = call.args[0] if call.args else None
+    if isinstance(module, ast.Call) and isinstance(module.func, ast.Attribute):
+        if module.func.attr == "cuda":
+            return True
+        if module.func.attr == "to" and module.args and not _is_cpu(sem, module.args[0]):
+            return True
+    return False
+
+
+# ---- TD603 ---------------------------------------------------------------------------------
+@rule(
+    "TD603",
+    "save-on-every-rank",
+    Severity.WARNING,
+    "torch.save in a distributed script without a rank-0 guard: every rank writes the file.",
+    fixable=True,
+)
+def save_on_every_rank(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    saves = list(sem.calls_to(*SAVE_FUNCTIONS))
+    if not saves or not is_distributed_script(sem):
+        return
+    guards = _RankGuards(sem)
+    for save in saves:
+        if _per_rank_file(save) or not guards.reached_on_every_rank(save):
+            continue
+        message = (
+            "every process of a distributed run executes this `torch.save`: all ranks write "
+            "the same file at the same time; save from rank 0 only "
+            "(`if dist.get_rank() == 0:`)"
+        )
+        yield ctx.finding("TD603", save, message, _guard_fix(ctx, save))
+
+
+def _mentions_rank(expr: ast.AST) -> bool:
+    for node in ast.walk(expr):
+        name = ""
+        if isinstance(node, ast.Name):
+            name = node.id
+        elif isinstance(node, ast.Attribute):
+            name = node.attr
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value
+        if any(word in name.lower() for word in RANK_WORDS):
+            return True
+    return False
+
+
+def _per_rank_file(save: ast.Call) -> bool:
+    """`torch.save(shard, f"ckpt_rank{rank}.pt")`: each rank writes its own file on purpose."""
+    targets = [*save.args[1:], *(k.value for k in save.keywords if k.arg == "f")]
+    return any(_mentions_rank(target) for target in targets)
+
+
+def _is_main_name(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return bool(MAIN_PROCESS_NAME.match(node.id))
+    if isinstance(node, ast.Attribute):
+        return bool(MAIN_PROCESS_NAME.match(node.attr))
+    return False
+
+
+def _is_zero(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (0, "0") and node.value is not False
+
+
+def _rank_test(test: ast.AST) -> str | None:
+    """"main" when `test` holds on rank 0 only, "other" when it holds on every other rank."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _rank_test(test.operand)
+        if inner == "main":
+            return "other"
+        if inner == "other":
+            return "main"
+        return "main" if _mentions_rank(test.operand) else None  # `not rank`
+    if isinstance(test, ast.BoolOp):
+        parts = [_rank_test(value) for value in test.values]
+        if isinstance(test.op, ast.And):
+            if "main" in parts:
+                return "main"
+            return "other" if all(part == "other" for part in parts) else None
+        if "other" in parts:
+            return "other"
+        return "main" if "main" in parts else None
+    if _is_main_name(test):
+        return "main"
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        return _rank_comparison(test.left, test.ops[0], test.comparators[0])
+    if isinstance(test, ast.Name | ast.Attribute | ast.Call) and _mentions_rank(test):
+        return "other"  # `if rank:` holds on every rank but 0
+    return None
+
+
+def _rank_comparison(left: ast.AST, op: ast.cmpop, right: ast.AST) -> str | None:
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.List | ast.Tuple | ast.Set):
+        values = {e.value for e in right.elts if isinstance(e, ast.Constant)}
+        if _mentions_rank(left) and values and values <= {0, -1, "0", "-1"}:
+            return "main" if isinstance(op, ast.In) else "other"
+        return None
+    if _is_zero(right) and _mentions_rank(left):
+        rank_side_first = True
+    elif _is_zero(left) and _mentions_rank(right):
+        rank_side_first = False
+    elif (
+        isinstance(op, ast.Eq)
+        and isinstance(right, ast.UnaryOp)
+        and _mentions_rank(left)
+        and isinstance(right.op, ast.USub)
+    ):
+        return "main"  # `local_rank == -1`: not distributed at all
+    else:
+        return None
+    if isinstance(op, ast.Eq):
+        return "main"
+    if isinstance(op, ast.NotEq):
+        return "other"
+    if isinstance(op, ast.Gt if rank_side_first else ast.Lt):
+        return "other"
+    if isinstance(op, ast.LtE if rank_side_first else ast.GtE):
+        return "main"
+    return None
+
+
+def _exits(block: list[ast.stmt]) -> bool:
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, ast.Return | ast.Continue | ast.Break | ast.Raise):
+        return True
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        func = last.value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in EXIT_CALLS
+    return False
+
+
+class _RankGuards:
+    """Whether code runs on every rank: rank-0 tests around it, early exits of the other ranks
+    before it, and the guards around the calls of the function that holds it."""
+
+    def __init__(self, sem: Semantics) -> None:
+        self.sem = sem
+        self.memo: dict[int, bool] = {}
+
+    def guarded_in_scope(self, node: ast.AST) -> bool:
+        sem = self.sem
+        child = node
+        for ancestor in sem.ancestors(node):
+            if isinstance(child, ast.stmt) and self._other_ranks_left_before(child):
+                return True
+            if isinstance(ancestor, ast.If):
+                test = _rank_test(ancestor.test)
+                if child in ancestor.body and test == "main":
+                    return True
+                if child in ancestor.orelse and test == "other":
+                    return True
+            if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
+                return self._helper_for_rank_zero(ancestor)
+            if isinstance(ancestor, ast.ClassDef | ast.Lambda):
+                return False
+            child = ancestor
+        return False
+
+    def _other_ranks_left_before(self, statement: ast.AST) -> bool:
+        if not isinstance(statement, ast.stmt):
+            return False
+        block = statement_list_of(self.sem, statement)
+        if block is None:
+            return False
+        for earlier in block[: block.index(statement)]:
+            if not isinstance(earlier, ast.If):
+                continue
+            test = _rank_test(earlier.test)
+            if test == "other" and _exits(earlier.body):
+                return True
+            if test == "main" and _exits(earlier.orelse):
+                return True
+        return False
+
+    def _helper_for_rank_zero(self, function: Function) -> bool:
+        if SAVE_HELPER_NAME.search(function.name):
+            return True
+        return any(_is_main_name(decorator) for decorator in function.decorator_list)
+
+    def reached_on_every_rank(self, node: ast.AST, depth: int = 0) -> bool:
+        if self.guarded_in_scope(node):
+            return False
+        function = self.sem.enclosing_function(node)
+        if function is None:
+            return not any(
+                isinstance(a, ast.ClassDef | ast.Lambda) for a in self.sem.ancestors(node)
+            )
+        if depth > 4:
+            return False
+        key = id(function)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = False  # recursion: assume guarded
+        callers = self._callers(function)
+        if callers is None:
+            result = self._entry_point(function)
+        else:
+            result = any(self.reached_on_every_rank(call, depth + 1) for call in callers)
+        self.memo[key] = result
+        return result
+
+    def _callers(self, function: Function) -> list[ast.Call] | None:
+        """The calls of `function` in this file; None when there are none."""
+        sem = self.sem
+        cls = enclosing_class(sem, function)
+        if cls is not None and methods_of(cls).get(function.name) is function:
+            calls = [call for call in sem.method_calls(function.name) if _calls_method_of(
+                sem, call, cls
+            )]
+        elif at_module_level(sem, function):
+            calls = list(calls_by_name(sem, function.name))
+        else:
+            return []
+        return calls or None
+
+    def _entry_point(self, function: Function) -> bool:
+        """A function nobody here calls runs on every rank when it is handed to a launcher
+        (`mp.spawn(main_worker, ...)`, `Process(target=run)`); otherwise its callers are
+        elsewhere and may well guard it."""
+        if not at_module_level(self.sem, function):
+            return False
+        for call in self.sem.calls:
+            values = [*call.args, *(k.value for k in call.keywords)]
+            if any(isinstance(v, ast.Name) and v.id == function.name for v in values):
+                return True
+        return False
+
+
+def _calls_method_of(sem: Semantics, call: ast.Call, cls: ast.ClassDef) -> bool:
+    """`self.save()` inside the class, or `trainer.save()` on `trainer = Trainer(...)`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        return False
+    if func.value.id in sem.imports:
+        return False  # `torch.save(...)`, `os.path.join(...)`: a module, not an instance
+    if func.value.id == "self":
+        return enclosing_class(sem, call) is cls
+    return class_of_instance(sem, func.value.id, call) is cls
+
+
+def distributed_module_name(sem: Semantics) -> str | None:
+    """How this file reaches `torch.distributed`: `dist`, `torch.distributed`, or None."""
+    for alias, target in sem.imports.items():
+        if target == "torch.distributed":
+            return alias
+    for alias, target in sem.imports.items():
+        if target == "torch":
+            return f"{alias}.distributed"
+    return None
+
+
+def _guard_fix(ctx: RuleContext, save: ast.Call) -> Fix | None:
+    sem = ctx.sem
+    statement = sem.parent(save)
+    if not isinstance(statement, ast.Expr) or not ctx.statement_owns_lines(statement):
+        return None
+    dist = distributed_module_name(sem)
+    if dist is None:
+        return None
+    doc = ctx.doc
+    span = doc.span_of(statement)
+    unit = indent_unit(ctx)
+    indent = doc.indentation_of(span.start_line)
+    edits = indent_lines(ctx, span.start_line, span.end_line, unit)
+    if not edits or edits[0].span.start_line != span.start_line:
+        return None
+    guard = f"if not {dist}.is_initialized() or {dist}.get_rank() == 0:"
+    first = Edit(
+        Span(span.start_line, 0, span.start_line, 0), f"{indent}{guard}{doc.line_break()}{unit}"
+    )
+    return Fix("Save from rank 0 only", (first, *edits[1:]), safe=False)
+
+
+# ---- TD604 ---------------------------------------------------------------------------------
+@rule(
+    "TD604",
+    "ddp-without-distributed-sampler",
+    Severity.WARNING,
+    "A DDP training DataLoader without a DistributedSampler: every rank trains on the same data.",
+    fixable=True,
+)
+def ddp_without_distributed_sampler(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    wrappers = list(sem.calls_to(*DDP_CLASSES, *FSDP_CLASSES))
+    if not wrappers or _shards_data(sem):
+        return
+    wrapper = "DistributedDataParallel" if any(sem.calls_to(*DDP_CLASSES)) else "FSDP"
+    for call, args in loader_calls(sem):
+        if args.open:
+            continue
+        samplers = [args.get(name) for name in ("sampler", "batch_sampler")]
+        if any(value is not None and not is_none(value) for value in samplers):
+            continue
+        if not any(_same_program_part(sem, wrapper_call, call) for wrapper_call in wrappers):
+            continue
+        if not is_training_loader(sem, call, args) or _dataset_split_by_rank(sem, args):
+            continue
+        message = (
+            f"this training DataLoader has no DistributedSampler while the model is wrapped in "
+            f"{wrapper}: every rank iterates over the whole dataset (with the same seed, in the "
+            "same order), so the ranks compute gradients on the same batches; pass "
+            "`sampler=DistributedSampler(dataset)`"
+        )
+        yield ctx.finding("TD604", call.func, message, _sampler_fix(ctx, call, args))
+
+
+def _same_program_part(sem: Semantics, wrapper: ast.Call, loader: ast.Call) -> bool:
+    """The model wrap and the loader belong together: same function, same class, or one of
+    them at module level."""
+    wrapper_function = sem.enclosing_function(wrapper)
+    loader_function = sem.enclosing_function(loader)
+    if wrapper_function is None or loader_function is None:
+        return True
+    if wrapper_function is loader_function:
+        return True
+    wrapper_class = enclosing_class(sem, wrapper)
+    return wrapper_class is not None and wrapper_class is enclosing_class(sem, loader)
+
+
+def _shards_data(sem: Semantics) -> bool:
+    """The file already splits data between ranks somewhere (any distributed sampler, Hugging
+    Face's `split_dataset_by_node`, `dataset.shard(...)`, Accelerate's `prepare`)."""
+    for target in sem.imports.values():
+        last = target.rsplit(".", 1)[-1]
+        if "Sampler" in last and "Dist" in last:
+            return True
+    for call in sem.calls:
+        name = last_name(sem, call.func)
+        if "Sampler" in name and "Dist" in name:
+            return True
+        if name in ("split_dataset_by_node", "split_by_node", "shard", "prepare"):
+            return True
+    return False
+
+
+def _dataset_split_by_rank(sem: Semantics, args: Arguments) -> bool:
+    dataset = args.get("dataset")
+    if dataset is None:
+        return True
+    values: list[ast.AST] = [dataset]
+    dotted = sem.dotted(dataset)
+    if dotted is not None:
+        definition = flow_of(sem, function_scope(sem, args.call)).reaching(dotted, args.call)
+        if definition is not None and definition.value is not None:
+            values.append(definition.value)
+    for value in values:
+        if _mentions_rank(value) or any(
+            isinstance(n, ast.Name | ast.Attribute) and "world" in (sem.dotted(n) or "").lower()
+            for n in ast.walk(value)
+        ):
+            return True
+        if isinstance(value, ast.Call) and _is_iterable_dataset_class(sem, value.func):
+            return True
+    return False
+
+
+def _is_iterable_dataset_class(sem: Semantics, func: ast.AST) -> bool:
+    """A local `IterableDataset` subclass decides per worker and rank what it yields."""
+    name = sem.dotted(func)
+    for cls in sem.classes:
+        if cls.name == name:
+            return any("IterableDataset" in (sem.dotted(base) or "") for base in cls.bases)
+    return False
+
+
+def _distributed_sampler_name(sem: Semantics) -> str | None:
+    best: tuple[int, str] | None = None
+    for alias, target in sem.imports.items():
+        if target == "torch.utils.data.distributed":
+            return f"{alias}.DistributedSampler"
+        if target in ("torch", "torch.utils", "torch.utils.data"):
+            rest = "torch.utils.data.DistributedSampler"[len(target) :]
+            candidate = (len(target), f"{alias}{rest}")
+            if best is None or candidate[0] > best[0]:
+                best = candidate
+    return best[1] if best else None
+
+
+def _sampler_fix(ctx: RuleContext, call: ast.Call, args: Arguments) -> Fix | None:
+    sem = ctx.sem
+    dataset = args.get("dataset")
+    sampler_class = _distributed_sampler_name(sem)
+    if (
+        sampler_class is None
+        or not isinstance(dataset, ast.Name | ast.Attribute)
+        or "shuffle" in args.positional
+    ):
+        return None
+    dataset_text = ctx.doc.source_of(dataset)
+    shuffle = args.get("shuffle")
+    title = "Shard the data between ranks with a DistributedSampler"
+    if shuffle is not None:
+        if isinstance(shuffle, ast.Constant) and shuffle.value is True:
+            sampler = f"{sampler_class}({dataset_text})"
+        else:
+            sampler = f"{sampler_class}({dataset_text}, shuffle={ctx.doc.source_of(shuffle)})"
+        edit = ctx.replace(args.nodes["shuffle"], f"sampler={sampler}")
+        return Fix(title, (edit,), safe=False)
+    added = add_keyword(ctx, call, f"sampler={sampler_class}({dataset_text}, shuffle=False)")
+    if added is None:
+        return None
+    return Fix(title, (added,), safe=False)
+

@@ -1,1 +1,924 @@
-"""Rules of the evaluation family (see DESIGN.md §3)."""
+"""Evaluation rules: evaluation loops that record autograd graphs, that run the model in training
+mode, and epoch loops that switch to eval mode and never switch back."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..context import RuleContext
+from ..findings import Edit, Finding, Fix, Severity, Span, rule
+from ..semantics import FUNCTION_NODES, Function, Loop, Semantics, ValueKind
+from ..training import exits_after, position, training_of
+from .modules import definition_of, local_class, nn_class_name, own_nodes
+
+EVALUATION_FUNCTION = re.compile(
+    r"(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing"
+    r"|predict|prediction|predictions|infer|inference|sample|sampling|generate|generation"
+    r"|score|scoring|accuracy|benchmark)($|_)",
+    re.IGNORECASE,
+)
+DATA_NAME = re.compile(
+    r"loader|dataset|batches|(^|_)(dl|ds|val|valid|validation|test|eval|testset|valset)($|_)",
+    re.IGNORECASE,
+)
+# models that are not trained where they are called
+FROZEN_NAME = re.compile(r"teacher|ema|target|frozen|ref|pretrained|reward|critic_target", re.I)
+LIGHTNING_HOOKS = re.compile(
+    r"^((validation|test|predict)_step|on_(validation|test|predict)_\w+"
+    r"|(validation|test)_epoch_end)$"
+)
+GRAD_MANAGERS = frozenset(
+    {
+        "torch.set_grad_enabled",
+        "torch.enable_grad",
+        "torch.autograd.set_grad_enabled",
+        "torch.autograd.enable_grad",
+        "torch.autograd.grad_mode.set_grad_enabled",
+        "torch.autograd.grad_mode.enable_grad",
+    }
+)
+MODE_LAYER = re.compile(r"Dropout|BatchNorm|SyncBatchNorm|^Transformer")
+
+
+# ---- what is an evaluation loop ------------------------------------------------------------
+@dataclass
+class EvaluationLoop:
+    """A loop that calls a model, never back-propagates, and is not part of a training step."""
+
+    loop: Loop
+    model_calls: list[ast.Call] = field(default_factory=list)
+
+
+@dataclass
+class EvaluationFacts:
+    loops: list[EvaluationLoop]
+    training_loop_ids: set[int]  # loops whose body trains (backward, step, grad, a train helper)
+    training_nodes: list[ast.AST]  # backward/step/grad calls and calls to local training helpers
+    functions: dict[str, list[Function]]  # local functions and methods by name
+    resolved: dict[int, Function]  # call id -> the local function it runs
+    calls_to_local: list[tuple[ast.Call, Function]]
+    mode_functions: set[int]  # functions that call .train()/.eval(), directly or through helpers
+    # per function (id, 0 for the module): (position, id of innermost loop or 0) of each step
+    steps_by_function: dict[int, list[tuple[tuple[int, int], int]]] = field(default_factory=dict)
+    calls_by_name: dict[str, list[ast.Call]] = field(default_factory=dict)
+    # per scope (function, class, lambda or module, by id): mode calls and local helper calls
+    mode_nodes: dict[int, list[ast.Call]] = field(default_factory=dict)
+
+
+def _functions_by_name(sem: Semantics) -> dict[str, list[Function]]:
+    found: dict[str, list[Function]] = {}
+    for function in sem.functions:
+        found.setdefault(function.name, []).append(function)
+    return found
+
+
+def _called_function(sem: Semantics, call: ast.Call, functions: dict[str, list[Function]]):  # type: ignore[no-untyped-def]
+    """The local function or method a call runs: `evaluate(...)`, `self.evaluate(...)`."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id not in functions:
+            return None
+        candidates = [
+            f for f in functions.get(func.id, []) if not isinstance(sem.parent(f), ast.ClassDef)
+        ]
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        if func.attr not in functions:
+            return None
+        candidates = [
+            f for f in functions.get(func.attr, []) if isinstance(sem.parent(f), ast.ClassDef)
+        ]
+    else:
+        return None
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _model_of(call: ast.Call) -> ast.expr:
+    """The model a call runs: `model` for `model(x)` and for `model.forward(x)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        return func.value
+    return func
+
+
+def _is_model_call(sem: Semantics, call: ast.Call) -> bool:
+    """`model(x)`, `self.net(x)`, and `model.forward(x)` (which runs the same layers)."""
+    return is_model_value(sem, _model_of(call))
+
+
+def is_model_value(sem: Semantics, node: ast.AST) -> bool:
+    """A name or `self.attr` that holds a model (by assignment, annotation, or its name); for
+    other attributes (`writer.generator`) the name alone is not enough."""
+    dotted = sem.dotted(node)
+    if dotted is None or sem.qualname(node) is not None:
+        return False
+    if "." in dotted and not dotted.startswith("self."):
+        return sem.kinds.get(dotted) is ValueKind.MODEL
+    return sem.kind_of(node) is ValueKind.MODEL
+
+
+def facts_of(ctx: RuleContext) -> EvaluationFacts:
+    sem = ctx.sem
+    cached = sem.derived.get("evaluation:facts")
+    if cached is not None:
+        return cached
+    structure = training_of(sem)
+    functions = _functions_by_name(sem)
+    training_nodes: list[ast.AST] = [*structure.backward_calls, *structure.step_calls]
+    training_nodes.extend(sem.calls_to("torch.autograd.grad"))
+    training_functions = {
+        id(function)
+        for node in training_nodes
+        if (function := sem.enclosing_function(node)) is not None
+    }
+    calls_to_local: list[tuple[ast.Call, Function]] = []
+    for call in sem.calls:
+        called = _called_function(sem, call, functions)
+        if called is not None:
+            calls_to_local.append((call, called))
+    # calls to local helpers that train (`train_one_epoch(model, ...)`), transitively
+    changed = True
+    while changed:
+        changed = False
+        for call, called in calls_to_local:
+            if id(called) not in training_functions:
+                continue
+            if call in training_nodes:
+                continue
+            training_nodes.append(call)
+            caller = sem.enclosing_function(call)
+            if caller is not None and id(caller) not in training_functions:
+                training_functions.add(id(caller))
+                changed = True
+    training_loop_ids = {
+        id(loop) for node in training_nodes for loop in sem.enclosing_loops(node)
+    }
+    mode_functions = {
+        id(function)
+        for name in ("eval", "train")
+        for call in sem.method_calls(name)
+        if _mode_of_call(sem, call) is not None
+        and (function := sem.enclosing_function(call)) is not None
+    }
+    changed = True
+    while changed:
+        changed = False
+        for call, called in calls_to_local:
+            if id(called) in mode_functions:
+                caller = sem.enclosing_function(call)
+                if caller is not None and id(caller) not in mode_functions:
+                    mode_functions.add(id(caller))
+                    changed = True
+    facts = EvaluationFacts(
+        [],
+        training_loop_ids,
+        sorted(training_nodes, key=position),
+        functions,
+        {id(call): called for call, called in calls_to_local},
+        calls_to_local,
+        mode_functions,
+    )
+    for step in facts.training_nodes:
+        owner = sem.enclosing_function(step)
+        inner = sem.enclosing_loops(step)
+        facts.steps_by_function.setdefault(id(owner) if owner else 0, []).append(
+            (position(step), id(inner[0]) if inner else 0)
+        )
+    for call in sem.calls:
+        if isinstance(call.func, ast.Name):
+            facts.calls_by_name.setdefault(call.func.id, []).append(call)
+    mode_calls = [
+        call
+        for name in ("eval", "train")
+        for call in sem.method_calls(name)
+        if _mode_of_call(sem, call) is not None
+    ]
+    helper_calls = [call for call, called in calls_to_local if id(called) in mode_functions]
+    for call in sorted([*mode_calls, *helper_calls], key=position):
+        facts.mode_nodes.setdefault(id(_owner_scope(sem, call)), []).append(call)
+    sem.derived["evaluation:facts"] = facts
+    by_loop: dict[int, EvaluationLoop] = {}
+    verdicts: dict[int, bool] = {}
+    for call in sem.calls:
+        if not _is_model_call(sem, call):
+            continue
+        chosen: Loop | None = None
+        for loop in sem.enclosing_loops(call):
+            verdict = verdicts.get(id(loop))
+            if verdict is None:
+                verdict = verdicts[id(loop)] = _is_evaluation_loop(ctx, facts, loop)
+            if verdict:
+                chosen = loop  # the outermost one wins
+        if chosen is None:
+            continue
+        entry = by_loop.get(id(chosen))
+        if entry is None:
+            entry = by_loop[id(chosen)] = EvaluationLoop(chosen)
+            facts.loops.append(entry)
+        entry.model_calls.append(call)
+    facts.loops.sort(key=lambda entry: position(entry.loop))
+    return facts
+
+
+def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:
+    """The function, class body, lambda or module whose own statements hold `node`."""
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, FUNCTION_NODES):
+            return ancestor
+    return sem.tree
+
+
+def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) -> bool:
+    sem = ctx.sem
+    if id(loop) in facts.training_loop_ids:
+        return False
+    if not _looks_like_evaluation(sem, loop):
+        return False
+    if _in_training_step(ctx, facts, loop):
+        return False
+    function = sem.enclosing_function(loop)
+    if function is not None and _is_lightning_hook(sem, function):
+        return False
+    return function is None or not _called_in_training_step(ctx, facts, function, 0)
+
+
+def _looks_like_evaluation(sem: Semantics, loop: Loop) -> bool:
+    function = sem.enclosing_function(loop)
+    if function is not None and not function.name.startswith("test_"):
+        if EVALUATION_FUNCTION.search(function.name):
+            return True
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return False
+    for node in ast.walk(loop.iter):
+        if isinstance(node, ast.Call):
+            continue
+        if isinstance(node, ast.Name | ast.Attribute):
+            if sem.kind_of(node) is ValueKind.LOADER:
+                return True
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if DATA_NAME.search(name):
+                return True
+    return False
+
+
+def _in_training_step(ctx: RuleContext, facts: EvaluationFacts, node: ast.AST) -> bool:
+    """A training step (backward, step, a training helper) runs after `node` in the same
+    iteration, or after it in the same function outside any loop: its outputs may be trained on."""
+    sem = ctx.sem
+    function = sem.enclosing_function(node)
+    steps = facts.steps_by_function.get(id(function) if function else 0, [])
+    if not steps:
+        return False
+    around = {id(loop) for loop in sem.enclosing_loops(node)}
+    where = position(node)
+    return any(
+        at > where and (not inner or inner in around) for at, inner in steps
+    )
+
+
+def _called_in_training_step(
+    ctx: RuleContext, facts: EvaluationFacts, function: Function, depth: int
+) -> bool:
+    if depth > 3:
+        return False
+    for call in _call_sites(ctx, facts, function):
+        if _in_training_step(ctx, facts, call):
+            return True
+        caller = ctx.sem.enclosing_function(call)
+        if caller is not None and caller is not function:
+            if _called_in_training_step(ctx, facts, caller, depth + 1):
+                return True
+    return False
+
+
+def _call_sites(ctx: RuleContext, facts: EvaluationFacts, function: Function) -> list[ast.Call]:
+    if isinstance(ctx.sem.parent(function), ast.ClassDef):
+        return ctx.sem.method_calls(function.name)
+    return facts.calls_by_name.get(function.name, [])
+
+
+def _is_lightning_hook(sem: Semantics, function: Function) -> bool:
+    """Lightning runs these under no_grad and in eval mode itself."""
+    cls = sem.parent(function)
+    if not isinstance(cls, ast.ClassDef) or not LIGHTNING_HOOKS.match(function.name):
+        return False
+    return cls.name in sem.module_classes
+
+
+# ---- grad mode -----------------------------------------------------------------------------
+def _grad_mode_at(sem: Semantics, node: ast.AST) -> str | None:
+    """"off" under no_grad/inference_mode, "managed" under set_grad_enabled(x)/enable_grad."""
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, ast.With | ast.AsyncWith):
+            for item in ancestor.items:
+                if sem.is_no_grad_context(item.context_expr):
+                    return "off"
+                if _is_grad_manager(sem, item.context_expr):
+                    return "managed"
+        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in ancestor.decorator_list:
+                if sem.is_no_grad_context(decorator):
+                    return "off"
+                if _is_grad_manager(sem, decorator):
+                    return "managed"
+            return None
+        if isinstance(ancestor, ast.ClassDef | ast.Lambda):
+            return None
+    return None
+
+
+def _is_grad_manager(sem: Semantics, expr: ast.AST) -> bool:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    name = sem.qualname(target)
+    if name is None:
+        return False
+    if name.endswith("inference_mode") or name.endswith("no_grad"):
+        return True  # inference_mode(flag) with a non-constant flag
+    return name in GRAD_MANAGERS
+
+
+def _grad_off_before(ctx: RuleContext, loop: Loop) -> bool:
+    """`torch.set_grad_enabled(False)` or frozen parameters earlier in the function or at the
+    top level of the file."""
+    sem = ctx.sem
+    function = sem.enclosing_function(loop)
+    where = position(loop)
+    candidates = [
+        *sem.calls_to("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"),
+        *sem.method_calls("requires_grad_"),
+    ]
+    for call in candidates:
+        if not _is_false_call(call):
+            continue
+        owner = sem.enclosing_function(call)
+        if owner is None and not _inside_class(sem, call):
+            return True
+        if owner is function and position(call) < where:
+            return True
+    for assign in sem.assigns:
+        if not isinstance(assign, ast.Assign) or not (
+            isinstance(assign.value, ast.Constant) and assign.value.value is False
+        ):
+            continue
+        if not any(_is_requires_grad_target(t) for t in assign.targets):
+            continue
+        owner = sem.enclosing_function(assign)
+        if owner is None and not _inside_class(sem, assign):
+            return True
+        if owner is function and position(assign) < where:
+            return True
+    return False
+
+
+def _inside_class(sem: Semantics, node: ast.AST) -> bool:
+    return any(isinstance(a, ast.ClassDef) for a in sem.ancestors(node))
+
+
+def _is_requires_grad_target(target: ast.AST) -> bool:
+    return isinstance(target, ast.Attribute) and target.attr == "requires_grad"
+
+
+def _is_false_call(call: ast.Call) -> bool:
+    keywords = (k.value for k in call.keywords if k.arg in ("mode", "requires_grad"))
+    values = [*call.args[:1], *keywords]
+    return bool(values) and isinstance(values[0], ast.Constant) and values[0].value is False
+
+
+def _wants_gradients_inside(ctx: RuleContext, loop: Loop) -> bool:
+    """Input gradients (saliency, adversarial examples) or a model handed to unknown code."""
+    sem = ctx.sem
+    functions = facts_of(ctx).functions
+    for node in own_nodes(loop):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
+                return True
+            if sem.qualname(func) in GRAD_MANAGERS:
+                return True  # enable_grad()/set_grad_enabled(...) inside: gradients wanted
+            if _is_model_call(sem, node):
+                continue
+            if any(
+                sem.dotted(arg) is not None and sem.kind_of(arg) is ValueKind.MODEL
+                for arg in node.args
+            ) and _called_function(sem, node, functions) is None:
+                return True
+        elif isinstance(node, ast.Assign):
+            if any(_is_requires_grad_target(t) for t in node.targets):
+                return True
+    return False
+
+
+def _function_runs_without_grad(ctx: RuleContext, function: Function, depth: int) -> bool:
+    """Every visible caller... any visible call site runs under no_grad (or its caller does)."""
+    if depth > 3:
+        return False
+    facts = facts_of(ctx)
+    for call in _call_sites(ctx, facts, function):
+        if _grad_mode_at(ctx.sem, call) is not None:
+            return True
+        caller = ctx.sem.enclosing_function(call)
+        if caller is not None and caller is not function:
+            if _function_runs_without_grad(ctx, caller, depth + 1):
+                return True
+    return False
+
+
+def _torch_spelling(ctx: RuleContext, name: str) -> str | None:
+    imports = ctx.sem.imports
+    for alias, target in imports.items():
+        if target == f"torch.{name}":
+            return alias
+    for alias, target in imports.items():
+        if target == "torch":
+            return f"{alias}.{name}"
+    return None
+
+
+# ---- TD401 ---------------------------------------------------------------------------------
+@rule(
+    "TD401",
+    "eval-without-no-grad",
+    Severity.WARNING,
+    "An evaluation loop (model calls, no backward) outside torch.no_grad()/inference_mode().",
+    fixable=True,
+)
+def eval_without_no_grad(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for entry in facts_of(ctx).loops:
+        loop = entry.loop
+        calls = [c for c in entry.model_calls if _grad_mode_at(sem, c) is None]
+        if not calls:
+            continue
+        if _grad_off_before(ctx, loop) or _wants_gradients_inside(ctx, loop):
+            continue
+        function = sem.enclosing_function(loop)
+        if function is not None and _function_runs_without_grad(ctx, function, 0):
+            continue
+        model = sem.dotted(_model_of(calls[0])) or "model"
+        message = (
+            f"`{model}(...)` runs in an evaluation loop (nothing calls backward()) with autograd "
+            "on: every forward pass records a graph and keeps the activations a backward pass "
+            "would need, so it uses more memory and time, and outputs kept across batches keep "
+            "their graphs alive; wrap the loop in `with torch.inference_mode():` (or "
+            "`torch.no_grad()`)"
+        )
+        yield ctx.finding("TD401", calls[0], message, _wrap_in_inference_mode(ctx, loop))
+
+
+def _wrap_in_inference_mode(ctx: RuleContext, loop: Loop) -> Fix | None:
+    doc = ctx.doc
+    spelled = _torch_spelling(ctx, "inference_mode")
+    if spelled is None or not ctx.statement_owns_lines(loop):
+        return None
+    span = doc.span_of(loop)
+    body_line = doc.span_of(loop.body[0]).start_line
+    if body_line == span.start_line:
+        return None
+    indent = doc.indentation_of(span.start_line)
+    body_indent = doc.indentation_of(body_line)
+    if not body_indent.startswith(indent) or len(body_indent) == len(indent):
+        return None
+    unit = body_indent[len(indent) :]
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Constant | ast.JoinedStr) and getattr(
+            node, "end_lineno", node.lineno
+        ) != getattr(node, "lineno", 0):
+            return None  # indenting would change a multi-line string
+    line_break = doc.line_break()
+    edits = [
+        Edit(
+            Span(span.start_line, 0, span.start_line, 0),
+            f"{indent}with {spelled}():{line_break}{unit}",
+        )
+    ]
+    for line in range(span.start_line + 1, span.end_line + 1):
+        if doc.index.line(line).strip():
+            edits.append(Edit(Span(line, 0, line, 0), unit))
+    return Fix(f"Wrap the loop in `with {spelled}():`", tuple(edits), safe=False)
+
+
+# ---- train/eval mode -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModeEvent:
+    node: ast.AST  # the `.eval()`/`.train()` call, or the call to a helper that makes one
+    mode: str  # "eval" | "train" | "managed"
+    receiver: str | None
+
+
+def _mode_of_call(sem: Semantics, call: ast.Call) -> str | None:
+    func = call.func
+    if not isinstance(func, ast.Attribute) or sem.qualname(func) is not None:
+        return None
+    if func.attr == "eval" and not call.args and not call.keywords:
+        return "eval"
+    if func.attr != "train":
+        return None
+    values = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "mode")]
+    if not values:
+        return "train"
+    if isinstance(values[0], ast.Constant):
+        return "train" if values[0].value else "eval"
+    return "managed"
+
+
+def _mode_events_in(ctx: RuleContext, scope: ast.AST, depth: int = 0) -> list[ModeEvent]:
+    """Mode changes made by the statements of a function (helpers it calls count at the call)."""
+    sem = ctx.sem
+    key = f"evaluation:modes:{id(scope)}"
+    cached = sem.derived.get(key)
+    if cached is not None:
+        return cached
+    sem.derived[key] = []  # recursion guard
+    events: list[ModeEvent] = []
+    facts = facts_of(ctx)
+    for node in facts.mode_nodes.get(id(scope), []):
+        mode = _mode_of_call(sem, node)
+        if mode is not None:
+            events.append(ModeEvent(node, mode, sem.dotted(node.func.value)))  # type: ignore[attr-defined]
+            continue
+        called = facts.resolved.get(id(node))
+        if called is None or id(called) not in facts.mode_functions:
+            continue
+        if called is not scope and depth < 3:
+            inner = _mode_events_in(ctx, called, depth + 1)
+            if inner:
+                last = inner[-1]
+                events.append(ModeEvent(node, last.mode, _map_receiver(sem, node, called, last)))
+    events.sort(key=lambda event: position(event.node))
+    sem.derived[key] = events
+    return events
+
+
+def _map_receiver(
+    sem: Semantics, call: ast.Call, function: Function, event: ModeEvent
+) -> str | None:
+    """The caller's name for the model a helper switches: a parameter, or the same `self.x`."""
+    receiver = event.receiver
+    if receiver is None:
+        return None
+    if receiver.startswith("self."):
+        return receiver
+    head, _, rest = receiver.partition(".")
+    arguments = [*function.args.posonlyargs, *function.args.args]
+    offset = 1 if isinstance(sem.parent(function), ast.ClassDef) else 0
+    for index, argument in enumerate(arguments[offset:]):
+        if argument.arg == head and index < len(call.args):
+            outer = sem.dotted(call.args[index])
+            return f"{outer}.{rest}" if outer and rest else outer
+    for keyword in call.keywords:
+        if keyword.arg == head:
+            outer = sem.dotted(keyword.value)
+            return f"{outer}.{rest}" if outer and rest else outer
+    return None
+
+
+def _scope_of(sem: Semantics, node: ast.AST) -> ast.AST:
+    return sem.enclosing_function(node) or sem.tree
+
+
+def _mode_before(ctx: RuleContext, node: ast.AST, model: str | None) -> ModeEvent | None:
+    """The last mode change before `node` in its function that concerns `model`."""
+    sem = ctx.sem
+    where = position(node)
+    last: ModeEvent | None = None
+    for event in _mode_events_in(ctx, _scope_of(sem, node)):
+        if position(event.node) >= where:
+            break
+        if event.mode == "train" and event.receiver is not None and model is not None:
+            if event.receiver != model and not _same_model(sem, event, model):
+                continue
+        last = event
+    return last
+
+
+def _deliberate_train_mode(ctx: RuleContext, event: ModeEvent, node: ast.AST) -> bool:
+    """`model.train()` right before a loop without backward, with no training step in between:
+    train mode chosen for this loop on purpose (recomputing batch-norm statistics, MC dropout)."""
+    sem = ctx.sem
+    if not isinstance(event.node, ast.Call) or _mode_of_call(sem, event.node) != "train":
+        return False
+    scope = sem.enclosing_function(node)
+    start, end = position(event.node), position(node)
+    return not any(
+        start < position(step) < end and sem.enclosing_function(step) is scope
+        for step in facts_of(ctx).training_nodes
+    )
+
+
+def _same_model(sem: Semantics, event: ModeEvent, model: str) -> bool:
+    """`model.module.train()` for `model`, `self.net.train()` for `self.net`."""
+    receiver = event.receiver or ""
+    return receiver.startswith(model + ".") or model.startswith(receiver + ".")
+
+
+def _mode_reached(ctx: RuleContext, node: ast.AST, model: str | None, depth: int) -> bool:
+    """eval() (or a mode chosen by the code) is in effect at `node`, as far as we can see."""
+    event = _mode_before(ctx, node, model)
+    if event is not None and event.mode in ("eval", "managed"):
+        return True
+    if event is not None and event.mode == "train":
+        return _deliberate_train_mode(ctx, event, node)
+    if depth > 3:
+        return False
+    function = ctx.sem.enclosing_function(node)
+    if function is None:
+        return False
+    for call in _call_sites(ctx, facts_of(ctx), function):
+        if ctx.sem.enclosing_function(call) is function:
+            continue
+        if _mode_reached(ctx, call, _map_model_to_caller(ctx, call, function, model), depth + 1):
+            return True
+    return False
+
+
+def _map_model_to_caller(
+    ctx: RuleContext, call: ast.Call, function: Function, model: str | None
+) -> str | None:
+    if model is None:
+        return None
+    return _map_receiver(ctx.sem, call, function, ModeEvent(call, "eval", model)) or model
+
+
+# ---- which models behave differently in eval mode ------------------------------------------
+def _mode_dependent_call(ctx: RuleContext, model_call: ast.Call) -> bool:
+    """False only when the model is built in this file from layers that ignore train/eval."""
+    definition = definition_of(ctx, _model_of(model_call))
+    if definition is None:
+        return True
+    return _constructor_mode_dependent(ctx, definition, 0)
+
+
+def _constructor_mode_dependent(ctx: RuleContext, constructor: ast.Call, depth: int) -> bool:
+    sem = ctx.sem
+    if depth > 6:
+        return True
+    name = nn_class_name(sem, constructor.func)
+    if name is not None:
+        return _nn_layer_mode_dependent(ctx, name, constructor, depth)
+    dotted = sem.dotted(constructor.func)
+    if dotted is not None and dotted in sem.module_classes:
+        cls = local_class(sem, dotted)
+        return True if cls is None else _class_mode_dependent(ctx, cls, depth + 1)
+    return True
+
+
+def _nn_layer_mode_dependent(ctx: RuleContext, name: str, call: ast.Call, depth: int) -> bool:
+    if name in ("Sequential", "ModuleList", "ModuleDict"):
+        for argument in call.args:
+            for node in ast.walk(argument):
+                if isinstance(node, ast.Starred):
+                    return True
+                if isinstance(node, ast.Call) and _constructor_mode_dependent(ctx, node, depth + 1):
+                    return True
+        return False
+    if MODE_LAYER.search(name):
+        return True
+    if name in ("RNN", "LSTM", "GRU", "MultiheadAttention"):
+        return any(
+            k.arg == "dropout" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+            for k in call.keywords
+        ) or len(call.args) > 5
+    if name.startswith("InstanceNorm"):
+        return any(k.arg == "track_running_stats" for k in call.keywords)
+    return False
+
+
+def _class_mode_dependent(ctx: RuleContext, cls: ast.ClassDef, depth: int) -> bool:
+    sem = ctx.sem
+    key = f"evaluation:mode-dependent:{id(cls)}"
+    if key in sem.derived:
+        return sem.derived[key]
+    sem.derived[key] = True  # recursion guard: assume it does
+    result = False
+    for base in cls.bases:
+        qualname = sem.qualname(base)
+        dotted = sem.dotted(base)
+        if qualname is not None:
+            head, _, last = qualname.rpartition(".")
+            if not (head.startswith("torch.nn") and not MODE_LAYER.search(last)):
+                result = True
+        elif dotted is not None:
+            local = local_class(sem, dotted)
+            result = result or local is None or _class_mode_dependent(ctx, local, depth + 1)
+        else:
+            result = True
+    for node in ast.walk(cls):
+        if result:
+            break
+        if isinstance(node, ast.Attribute) and node.attr == "training":
+            result = True
+        elif isinstance(node, ast.Call):
+            qualname = sem.qualname(node.func) or ""
+            if qualname.startswith("torch.nn.functional.") and (
+                "dropout" in qualname or "batch_norm" in qualname
+            ):
+                result = True
+            elif nn_class_name(sem, node.func) is not None:
+                name = nn_class_name(sem, node.func)
+                assert name is not None
+                result = _nn_layer_mode_dependent(ctx, name, node, depth + 1)
+            elif (dotted := sem.dotted(node.func)) is not None and dotted in sem.module_classes:
+                local = local_class(sem, dotted)
+                result = local is None or (
+                    local is not cls and _class_mode_dependent(ctx, local, depth + 1)
+                )
+            elif qualname and not qualname.startswith("torch."):
+                last = qualname.rsplit(".", 1)[-1]
+                result = last[:1].isupper() or qualname.startswith(
+                    ("torchvision.models.", "timm.", "transformers.")
+                )
+    sem.derived[key] = result
+    return result
+
+
+# ---- TD402 ---------------------------------------------------------------------------------
+@rule(
+    "TD402",
+    "eval-without-model-eval",
+    Severity.WARNING,
+    "A model evaluated without model.eval(): dropout and batch norm stay in training mode.",
+    fixable=True,
+)
+def eval_without_model_eval(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for entry in facts_of(ctx).loops:
+        loop = entry.loop
+        if any(event.mode != "train" for event in _mode_events_inside(ctx, loop)):
+            continue
+        call = entry.model_calls[0]
+        model = sem.dotted(_model_of(call))
+        if _mode_reached(ctx, loop, model, 0):
+            continue
+        if not any(_mode_dependent_call(ctx, c) for c in entry.model_calls):
+            continue
+        name = model or "model"
+        message = (
+            f"`{name}` is evaluated here without `{name}.eval()`: dropout still drops "
+            "activations at random and batch norm normalises with this batch's statistics (and "
+            "updates its running averages with evaluation data, even under no_grad), so the "
+            f"results are noisy and wrong; call `{name}.eval()` before the loop"
+        )
+        yield ctx.finding("TD402", call, message, _insert_eval_fix(ctx, loop, model))
+
+
+def _mode_events_inside(ctx: RuleContext, loop: Loop) -> list[ModeEvent]:
+    sem = ctx.sem
+    inside: list[ModeEvent] = []
+    for event in _mode_events_in(ctx, _scope_of(sem, loop)):
+        if loop in sem.enclosing_loops(event.node):
+            inside.append(event)
+    return inside
+
+
+def _insert_eval_fix(ctx: RuleContext, loop: Loop, model: str | None) -> Fix | None:
+    if model is None or not _starts_its_line(ctx, loop):
+        return None
+    edits = [ctx.insert_line_before(loop, f"{model}.eval()")]
+    restore = _training_after(ctx, loop, model)
+    if restore is not None:
+        edit = _restore_edit(ctx, restore, model)
+        if edit is None:
+            return None
+        edits.append(edit)
+    return Fix(f"Call `{model}.eval()` before the loop", tuple(edits), safe=False)
+
+
+def _starts_its_line(ctx: RuleContext, statement: ast.stmt) -> bool:
+    span = ctx.doc.span_of(statement)
+    return not ctx.doc.index.line(span.start_line)[: span.start_col].strip()
+
+
+# ---- TD403 ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrainingAfter:
+    """The loop that keeps training after an eval() and the first training step in it."""
+
+    loop: Loop
+    step: ast.AST
+
+
+def _training_after(ctx: RuleContext, node: ast.AST, model: str) -> TrainingAfter | None:
+    """The innermost loop around `node` that also trains, when nothing in it calls train()."""
+    sem = ctx.sem
+    facts = facts_of(ctx)
+    for loop in sem.enclosing_loops(node):
+        if id(loop) not in facts.training_loop_ids:
+            continue
+        steps = [s for s in facts.training_nodes if loop in sem.enclosing_loops(s)]
+        if not steps:
+            continue
+        if any(event.mode != "eval" for event in _mode_events_inside(ctx, loop)):
+            return None  # train() (or a mode the code computes) inside the loop
+        return TrainingAfter(loop, steps[0])
+    return None
+
+
+def _restore_edit(ctx: RuleContext, after: TrainingAfter, model: str) -> Edit | None:
+    """`model.train()` before the first training step of the loop's iteration."""
+    sem = ctx.sem
+    loops = sem.enclosing_loops(after.step)
+    index = loops.index(after.loop)
+    if index > 0:
+        target: ast.stmt | None = loops[index - 1]
+    elif isinstance(after.step, ast.Call) and _is_helper_call(ctx, after.step):
+        target = sem.enclosing_statement(after.step)
+    else:
+        target = after.loop.body[0]
+    if target is None or not _starts_its_line(ctx, target):
+        return None
+    if ctx.doc.span_of(target).start_line == after.loop.lineno - 1:
+        return None
+    return ctx.insert_line_before(target, f"{model}.train()")
+
+
+def _is_helper_call(ctx: RuleContext, call: ast.Call) -> bool:
+    return id(call) in facts_of(ctx).resolved
+
+
+@rule(
+    "TD403",
+    "train-mode-not-restored",
+    Severity.WARNING,
+    "model.eval() inside a loop that trains again later, with no model.train() to switch back.",
+    fixable=True,
+)
+def train_mode_not_restored(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    reported: set[tuple[int, str]] = set()
+    for event in _eval_events(ctx):
+        model = event.receiver
+        if model is None or FROZEN_NAME.search(model.rsplit(".", 1)[-1]):
+            continue
+        after = _training_after(ctx, event.node, model)
+        if after is None or (id(after.loop), model) in reported:
+            continue
+        statement = sem.enclosing_statement(event.node)
+        if statement is not None and exits_after(sem, statement):
+            continue
+        if not _is_trained(ctx, model, after):
+            continue
+        reported.add((id(after.loop), model))
+        helper = isinstance(event.node, ast.Call) and _mode_of_call(sem, event.node) is None
+        how = "call leaves" if helper else "puts"
+        message = (
+            f"this {how} `{model}` in eval mode inside a loop that trains it again on the next "
+            f"iteration, and nothing in the loop calls `{model}.train()`: from then on dropout "
+            "is off and batch norm stops updating its statistics during training; call "
+            f"`{model}.train()` before the training step"
+        )
+        fix = None
+        edit = _restore_edit(ctx, after, model)
+        if edit is not None:
+            fix = Fix(f"Call `{model}.train()` before the training step", (edit,))
+        yield ctx.finding("TD403", event.node, message, fix)
+
+
+def _eval_events(ctx: RuleContext) -> Iterator[ModeEvent]:
+    sem = ctx.sem
+    mode_functions = facts_of(ctx).mode_functions
+    scopes: list[ast.AST] = [sem.tree, *(f for f in sem.functions if id(f) in mode_functions)]
+    for scope in scopes:
+        for event in _mode_events_in(ctx, scope):
+            if event.mode == "eval":
+                yield event
+
+
+def _is_trained(ctx: RuleContext, model: str, after: TrainingAfter) -> bool:
+    """The model the loop switches is one it trains: called there with autograd on, handed to a
+    training helper, given to an optimizer, or put in train mode somewhere in the file."""
+    sem = ctx.sem
+    for call in sem.method_calls("train"):
+        if _mode_of_call(sem, call) == "train" and sem.dotted(call.func.value) == model:  # type: ignore[attr-defined]
+            return True
+    for call in sem.method_calls("parameters"):
+        if sem.dotted(call.func.value) == model:  # type: ignore[attr-defined]
+            owner = sem.parent(call)
+            if isinstance(owner, ast.Call) and sem.kind_of(owner.func) is not ValueKind.MODEL:
+                qualname = sem.qualname(owner.func) or ""
+                if "optim" in qualname:
+                    return True
+    for call in sem.calls:
+        if after.loop not in sem.enclosing_loops(call):
+            continue
+        if sem.dotted(_model_of(call)) == model and _grad_mode_at(sem, call) is None:
+            return True
+        if call not in facts_of(ctx).training_nodes:
+            continue
+        if any(sem.dotted(argument) == model for argument in call.args):
+            return True
+        helper = facts_of(ctx).resolved.get(id(call))
+        if helper is not None and model.startswith("self.") and _runs_model(ctx, helper, model):
+            return True
+    return False
+
+
+def _runs_model(ctx: RuleContext, function: Function, model: str) -> bool:
+    """`self.model(...)` with autograd on inside a training helper method."""
+    sem = ctx.sem
+    for node in own_nodes(function):
+        if isinstance(node, ast.Call) and sem.dotted(_model_of(node)) == model:
+            if _grad_mode_at(sem, node) is None:
+                return True
+    return False
