@@ -7,3 +7,6 @@ scripts/setup.sh
 echo "== torchdoctor check examples/ =="
 # the examples hold planted pitfalls: exit code 1 (findings) is the expected outcome here
 .venv/bin/torchdoctor check examples/ || [ $? -eq 1 ]
+
+echo "== torchdoctor probe examples/models.py::SmallCNN (CPU) =="
+.venv/bin/torchdoctor probe examples/models.py::SmallCNN --device cpu --iters 5
