@@ -1,0 +1,108 @@
+"""The open documents, kept as the client sees them.
+
+pygls' own workspace splits lines with `str.splitlines`, which also breaks at \\x0c, \\x1c-\\x1e,
+\\x85, \\u2028 and \\u2029: an incremental edit below such a character lands on the wrong line.
+This store splits only at \\r\\n, \\r and \\n, as LSP does, and uses the negotiated encoding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+
+from .positions import client_to_char
+
+LINE_START = re.compile(r"\r\n|\r|\n")
+
+
+def uri_to_path(uri: str) -> str | None:
+    """The file-system path of a file: URI, else None (untitled documents, other schemes)."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    path = unquote(parsed.path)
+    if len(path) >= 3 and path[0] == "/" and path[2] == ":":  # file:///c:/x on Windows
+        path = path[1:]
+    if parsed.netloc:  # UNC path
+        path = f"//{parsed.netloc}{path}"
+    return path
+
+
+@dataclass
+class OpenDocument:
+    uri: str
+    text: str
+    version: int
+    language_id: str = "python"
+    # the offset at which each line starts, computed on demand and dropped on every change
+    _line_starts: list[int] | None = field(default=None, repr=False)
+
+    @property
+    def path(self) -> str | None:
+        return uri_to_path(self.uri)
+
+    def line_starts(self) -> list[int]:
+        if self._line_starts is None:
+            starts = [0]
+            starts.extend(match.end() for match in LINE_START.finditer(self.text))
+            self._line_starts = starts
+        return self._line_starts
+
+    def line_text(self, line: int) -> str:
+        starts = self.line_starts()
+        if not 0 <= line < len(starts):
+            return ""
+        end = starts[line + 1] if line + 1 < len(starts) else len(self.text)
+        return self.text[starts[line] : end].rstrip("\r\n")
+
+    def offset_at(self, position: types.Position, encoding: str) -> int:
+        starts = self.line_starts()
+        if position.line >= len(starts):
+            return len(self.text)
+        line = max(0, position.line)
+        return starts[line] + client_to_char(self.line_text(line), position.character, encoding)
+
+    def apply(self, change: types.TextDocumentContentChangeEvent, encoding: str) -> None:
+        if isinstance(change, types.TextDocumentContentChangePartial):
+            start = self.offset_at(change.range.start, encoding)
+            end = max(start, self.offset_at(change.range.end, encoding))
+            self.text = self.text[:start] + change.text + self.text[end:]
+        else:
+            self.text = change.text
+        self._line_starts = None
+
+
+class DocumentStore:
+    def __init__(self) -> None:
+        self._documents: dict[str, OpenDocument] = {}
+
+    def open(self, item: types.TextDocumentItem) -> OpenDocument:
+        document = OpenDocument(item.uri, item.text, item.version, item.language_id)
+        self._documents[item.uri] = document
+        return document
+
+    def change(
+        self, params: types.DidChangeTextDocumentParams, encoding: str
+    ) -> OpenDocument | None:
+        document = self._documents.get(params.text_document.uri)
+        if document is None:
+            return None
+        for change in params.content_changes:
+            document.apply(change, encoding)
+        document.version = params.text_document.version
+        return document
+
+    def close(self, uri: str) -> OpenDocument | None:
+        return self._documents.pop(uri, None)
+
+    def get(self, uri: str) -> OpenDocument | None:
+        return self._documents.get(uri)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(list(self._documents.values()))
+
+    def __len__(self) -> int:
+        return len(self._documents)

@@ -1,0 +1,310 @@
+"""The server object: its state (open documents, settings, analysis results) and how results reach
+the client. The LSP handlers that drive it are in features.py; `serve` starts it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.capabilities import ServerCapabilitiesBuilder
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from ..analysis import Config
+from ..docs import normalise_locale
+from .code_actions import EditSupport
+from .diagnostics import AnalysisResult, analyse_version
+from .documents import DocumentStore, OpenDocument, uri_to_path
+from .jedi_support import JediState, JediSupport
+from .outline import Outline, build_outline
+from .pitfall_notes import NOTES
+from .positions import UTF16
+from .project_config import ProjectConfigs, effective_config
+from .protocol import TorchDoctorProtocol
+from .scheduler import AnalysisScheduler
+from .settings import ParsedSettings, Settings
+from .threadsafe_ast import serialise_ast_parse
+
+log = logging.getLogger("torchdoctor.lsp")
+
+ANALYSIS_THREADS = 2  # analyses of different documents may overlap; one document never does
+# While an analysis holds the GIL, the event-loop thread waits up to one switch interval for
+# each message it handles (5 ms by default): a burst of keystrokes then queues up behind the
+# analysis. A shorter interval lets edits and hovers through at once.
+SWITCH_INTERVAL = 0.0005
+
+
+class TorchDoctorServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "torchdoctor",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=TorchDoctorProtocol,
+        )
+        self.documents = DocumentStore()
+        self.project_configs = ProjectConfigs()
+        self.jedi = JediSupport()
+        self.settings = Settings()
+        self.pending_problems: tuple[str, ...] = ()  # from initializationOptions
+        self.client_locale: str | None = None
+        self.root_path: str | None = None
+        self.root_uri: str | None = None
+        self.encoding = UTF16
+        self.pull_diagnostics = False
+        self.edit_support = EditSupport(document_changes=False, lazy=False)
+        self.generation = 0  # bumped whenever settings change what an analysis produces
+        self.shutdown_requested = False
+        self.exit_received = False
+        self._sequence = 0
+        self._shown_problems: set[str] = set()
+        self._background: set[asyncio.Task[None]] = set()
+        self.analysis_pool = ThreadPoolExecutor(ANALYSIS_THREADS, thread_name_prefix="analysis")
+        self.scheduler = AnalysisScheduler(
+            executor=self.analysis_pool,
+            prepare=self._prepare_analysis,
+            is_current=self._is_current,
+            on_result=self._on_result,
+        )
+
+    # ---- client facts ----------------------------------------------------------------------
+    def learn_client(self, params: types.InitializeParams) -> None:
+        capabilities = params.capabilities
+        self.client_locale = params.locale
+        encoding = ServerCapabilitiesBuilder.choose_position_encoding(capabilities)
+        self.encoding = str(getattr(encoding, "value", encoding))
+        text_document = capabilities.text_document
+        self.pull_diagnostics = bool(text_document and text_document.diagnostic is not None)
+        self.edit_support = EditSupport.of(capabilities)
+        folders = params.workspace_folders or []
+        self.root_uri = params.root_uri or (folders[0].uri if folders else None)
+        self.root_path = (uri_to_path(self.root_uri) if self.root_uri else None) or (
+            params.root_path or None
+        )
+
+    def client_supports(self, path: str) -> bool:
+        """A capability flag by dotted path, e.g. "workspace.configuration"."""
+        value: Any = self.client_capabilities
+        for part in path.split("."):
+            value = getattr(value, part, None)
+            if value is None:
+                return False
+        return bool(value)
+
+    @property
+    def locale(self) -> str:
+        if self.settings.locale != "auto":
+            return self.settings.locale
+        return normalise_locale(self.client_locale)
+
+    # ---- settings --------------------------------------------------------------------------
+    def apply_settings(self, parsed: ParsedSettings, source: str) -> None:
+        """Take new settings; tell the user what was wrong with them; re-analyse if needed."""
+        if parsed.problems:
+            self.show_problems(f"torchdoctor: problems in the {source} settings", parsed.problems)
+        if parsed.settings == self.settings:
+            return
+        previous, self.settings = self.settings, parsed.settings
+        log.info("settings from %s: %s", source, self.settings)
+        self.settings_changed(previous)
+
+    def settings_changed(self, previous: Settings | None = None) -> None:
+        self.generation += 1
+        if not self.settings.enable and not self.pull_diagnostics:
+            for document in self.documents:
+                self.publish(document.uri, [], None)
+        self.reanalyse_all()
+        if self.pull_diagnostics and self.client_supports("workspace.diagnostics.refresh_support"):
+            self.workspace_diagnostic_refresh(None)
+        if self.client_supports("workspace.code_lens.refresh_support"):
+            self.workspace_code_lens_refresh(None)
+        if previous is None or (
+            previous.interpreter,
+            previous.hover_signatures,
+        ) != (self.settings.interpreter, self.settings.hover_signatures):
+            self.start_jedi()
+
+    def reanalyse_all(self) -> None:
+        if not self.settings.enable:
+            return
+        for document in self.documents:
+            self.scheduler.request(document.uri)
+
+    def show_problems(self, heading: str, problems: tuple[str, ...] | list[str]) -> None:
+        """One message per distinct set of problems: a setting stays wrong until fixed, and
+        repeating the message on every change would only bury it."""
+        text = f"{heading}:\n" + "\n".join(f"- {problem}" for problem in problems)
+        log.warning("%s", text)
+        if text in self._shown_problems:
+            return
+        self._shown_problems.add(text)
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, text))
+
+    def config_for(self, document: OpenDocument) -> Config:
+        project = self.project_configs.for_file(document.path, self.root_path)
+        if project.warnings:
+            self.show_problems("torchdoctor: problems in [tool.torchdoctor]", project.warnings)
+        return effective_config(project, self.settings)
+
+    # ---- analysis --------------------------------------------------------------------------
+    def _prepare_analysis(self, uri: str) -> Any:
+        document = self.documents.get(uri)
+        if document is None or not self.settings.enable:
+            return None
+        return partial(
+            analyse_version,
+            uri=uri,
+            version=document.version,
+            generation=self.generation,
+            text=document.text,
+            path=document.path or uri,
+            config=self.config_for(document),
+            encoding=self.encoding,
+            locale=self.locale,
+        )
+
+    def _is_current(self, result: AnalysisResult) -> bool:
+        document = self.documents.get(result.uri)
+        return (
+            document is not None
+            and document.version == result.version
+            and result.generation == self.generation
+        )
+
+    def _on_result(self, result: AnalysisResult) -> None:
+        self._sequence += 1
+        result.result_id = f"{result.generation}.{result.version}.{self._sequence}"
+        log.debug(
+            "%s v%s: %d findings in %.1f ms",
+            result.uri,
+            result.version,
+            len(result.findings),
+            result.seconds * 1000,
+        )
+        if result.failed_rules:
+            self.show_problems(
+                "torchdoctor: some rules failed on this file (see the server log)",
+                [f"{code} on {result.document.path}" for code in result.failed_rules],
+            )
+        if not self.pull_diagnostics:
+            self.publish(result.uri, result.diagnostics, result.version)
+
+    def publish(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    async def outline_of(self, result: AnalysisResult) -> Outline:
+        """Imports and nn.Module classes of the result's version, computed once, off the loop."""
+        if result.outline is None:
+            loop = asyncio.get_running_loop()
+            result.outline = await loop.run_in_executor(
+                self.analysis_pool, build_outline, result.document
+            )
+        return result.outline
+
+    def run_in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` as a task the server keeps a reference to; its failure is logged."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background work failed", exc_info=task.exception())
+
+    # ---- jedi ------------------------------------------------------------------------------
+    def start_jedi(self) -> None:
+        if not self.settings.hover_signatures:
+            self.jedi.stop()
+            return
+        future = self.jedi.start(self.settings.interpreter, self.root_path)
+        if future is not None:
+            self.run_in_background(self._report_jedi(future))
+
+    async def _report_jedi(self, future: Any) -> None:
+        interpreter = self.settings.interpreter or "the default interpreter"
+        try:
+            warm = await asyncio.wrap_future(future)
+        except Exception as error:
+            log.warning("jedi could not start for %s: %s", interpreter, error)
+            self.log_to_client(
+                f"torchdoctor: hovers show notes only; jedi could not inspect {interpreter}: "
+                f"{error}",
+                types.MessageType.Warning,
+            )
+            return
+        if self.jedi.state is not JediState.READY:
+            return  # superseded by a newer interpreter
+        if not warm.found_torch:
+            self.log_to_client(
+                f"torchdoctor: torch was not found by jedi in {warm.interpreter}; hovers show "
+                "the pitfall notes without signatures",
+                types.MessageType.Warning,
+            )
+            return
+        self.log_to_client(
+            f"torchdoctor: hover signatures ready (jedi, {warm.interpreter}, {warm.seconds:.1f} s)",
+            types.MessageType.Info,
+        )
+        self.jedi.prefetch(sorted({n.describe for n in NOTES.values() if n.describe}))
+
+    def log_to_client(self, message: str, kind: types.MessageType) -> None:
+        log.info("%s", message)
+        self.window_log_message(types.LogMessageParams(kind, message))
+
+    # ---- errors ----------------------------------------------------------------------------
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A handler raised. Requests already answer with an LSP error; for notifications the
+        user is told once, and the server carries on either way."""
+        log.error("%s: %s", getattr(source, "__name__", source), error)
+        super().report_server_error(error, source)
+
+    def close(self) -> None:
+        self.jedi.shutdown()
+        self.analysis_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def configure_logging(log_file: Path | str | None) -> None:
+    handler: logging.Handler
+    if log_file is not None:
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+    else:
+        # stdout carries the protocol; the log goes to stderr, which editors show as the log
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    level = os.environ.get("TORCHDOCTOR_LOG_LEVEL", "INFO").upper()
+    logging.getLogger("torchdoctor").setLevel(getattr(logging, level, logging.INFO))
+
+
+def serve(tcp: str | None = None, log_file: Path | str | None = None) -> int:
+    """Run the language server over stdio (or TCP for debugging) until the client goes away."""
+    configure_logging(log_file)
+    serialise_ast_parse()
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    from .features import register_features  # the handlers need the class defined above
+
+    server = TorchDoctorServer()
+    register_features(server)
+    try:
+        if tcp:
+            host, _, port = tcp.rpartition(":")
+            server.start_tcp(host or "127.0.0.1", int(port))
+        else:
+            server.start_io()
+    finally:
+        server.close()
+    # LSP: exit code 1 when `exit` came without a `shutdown` first
+    return 1 if server.exit_received and not server.shutdown_requested else 0
