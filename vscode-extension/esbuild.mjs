@@ -31,6 +31,21 @@ const builds = [
   },
 ];
 
+// Unit tests of the modules that do not need VS Code: `--tests` builds them for node --test.
+if (process.argv.includes("--tests")) {
+  const { readdirSync } = await import("node:fs");
+  const tests = readdirSync("src/test").filter((name) => name.endsWith(".test.ts"));
+  await esbuild.build({
+    ...common,
+    entryPoints: tests.map((name) => `src/test/${name}`),
+    outdir: "out/test",
+    platform: "node",
+    format: "cjs",
+    external: ["vscode"],
+  });
+  process.exit(0);
+}
+
 if (watch) {
   for (const options of builds) {
     const context = await esbuild.context(options);

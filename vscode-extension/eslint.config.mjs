@@ -9,9 +9,6 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: {
-          allowDefaultProject: [],
-        },
         project: ["./tsconfig.json", "./src/webview/tsconfig.json"],
         tsconfigRootDir: import.meta.dirname,
       },

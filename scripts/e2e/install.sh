@@ -18,6 +18,14 @@ CODE_SERVER_VERSION="${TORCHDOCTOR_E2E_CODE_SERVER_VERSION:-4.139.1}"
 PLAYWRIGHT_VERSION="${TORCHDOCTOR_E2E_PLAYWRIGHT_VERSION:-1.65.1}"
 CHROMIUM="${TORCHDOCTOR_E2E_CHROMIUM:-/usr/bin/chromium}"
 
+# Under `npm run`, the outer npm's npm_config_* variables (its user agent naming Node 20,
+# among others) would be read as configuration by the npm calls below: drop them.
+for variable in $(compgen -e); do
+  case "$variable" in
+    npm_config_* | npm_package_* | npm_lifecycle_* | npm_node_execpath | npm_execpath) unset "$variable" ;;
+  esac
+done
+
 mkdir -p "$CACHE"
 log() { printf 'e2e install: %s\n' "$*"; }
 

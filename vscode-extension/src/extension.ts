@@ -7,7 +7,7 @@ import { ProbeService } from "./probe/probeService";
 import { REPORT_VIEW_TYPE, ReportPanel } from "./probe/reportPanel";
 import { ProbeStore } from "./probe/store";
 import { ServerController } from "./server/controller";
-import { RESTART_SETTINGS } from "./server/settings";
+import { RESTART_SETTINGS, SECTION } from "./server/settings";
 import { ServerStatus } from "./server/status";
 import { guardServerCommand } from "./trust";
 
@@ -63,6 +63,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       // (the client's configuration sync); only a different interpreter needs a new process.
       if (RESTART_SETTINGS.some((setting) => event.affectsConfiguration(setting))) {
         server.scheduleRestart("interpreter setting changed");
+      } else if (event.affectsConfiguration(SECTION)) {
+        server.notifyConfigurationChanged();
       }
     }),
     // Trusting the folder makes workspace-level settings (the interpreter) take effect.

@@ -58,7 +58,7 @@ export async function requestProbe(
     if (result === null || typeof result !== "object") {
       return { kind: "error", message: vscode.l10n.t("The server returned no probe report.") };
     }
-    return { kind: "report", report: result as ProbeReport };
+    return { kind: "report", report: result };
   } catch (error) {
     if (token.isCancellationRequested) {
       return { kind: "cancelled" };

@@ -186,7 +186,7 @@ export class ProbeService implements vscode.Disposable {
         return this.target(uri, underCursor.name);
       }
     }
-    if (classes.length === 1 && classes[0] !== undefined) {
+    if (classes.length === 1) {
       return this.target(uri, classes[0].name);
     }
     const picked = await this.pickClass(uri, classes);

@@ -77,7 +77,6 @@ export class ReportPanel implements vscode.Disposable {
     this.panel?.dispose();
     this.panel = panel;
     panel.title = this.title();
-    panel.iconPath = new vscode.ThemeIcon("pulse");
     panel.webview.html = reportHtml(panel.webview, this.extensionUri);
     this.panelListeners.push(
       panel.webview.onDidReceiveMessage((message: WebviewMessage) => {

@@ -8,7 +8,6 @@ import {
   type LanguageClientOptions,
   type Middleware,
   type ServerOptions,
-  TransportKind,
 } from "vscode-languageclient/node";
 import { readSettings, SECTION } from "./settings";
 
@@ -51,8 +50,8 @@ export function createClient(inputs: ClientInputs): LanguageClient {
   }
   const serverOptions: ServerOptions = {
     command: interpreter,
+    // No `transport`: with TransportKind.stdio the client would append `--stdio`.
     args: ["-m", "torchdoctor", "serve"],
-    transport: TransportKind.stdio,
     options: {
       env: {
         ...process.env,
@@ -65,23 +64,19 @@ export function createClient(inputs: ClientInputs): LanguageClient {
   };
 
   const middleware: Middleware = {
-    executeCommand: async (command, args, next) => {
-      if (!inputs.guardCommand(command)) {
-        return undefined;
-      }
-      return next(command, args);
-    },
+    executeCommand: (command, args, next): vscode.ProviderResult<unknown> =>
+      inputs.guardCommand(command) ? next(command, args) : undefined,
     workspace: {
       // Answer workspace/configuration with the resolved interpreter, which may come from
       // the Python extension rather than from the `torchdoctor.interpreter` setting.
       configuration: (params) =>
-        params.items.map((item) => {
+        params.items.map((item): unknown => {
           const resource = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined;
           if (item.section === SECTION) {
             return readSettings(interpreter, resource);
           }
           return item.section
-            ? vscode.workspace.getConfiguration(undefined, resource).get(item.section) ?? null
+            ? vscode.workspace.getConfiguration(undefined, resource).get<unknown>(item.section) ?? null
             : null;
         }),
     },
@@ -96,7 +91,6 @@ export function createClient(inputs: ClientInputs): LanguageClient {
     traceOutputChannel: outputChannel,
     diagnosticCollectionName: CLIENT_ID,
     initializationOptions: { settings: readSettings(interpreter) },
-    synchronize: { configurationSection: SECTION },
     middleware,
     markdown: { isTrusted: false, supportHtml: false },
     connectionOptions: { maxRestartCount: 3 },

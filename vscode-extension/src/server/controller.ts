@@ -3,10 +3,11 @@
 // that arrive in a burst (a settings sync, several edits to settings.json) are batched into
 // one restart, and restarts never overlap.
 import * as vscode from "vscode";
-import { State, type LanguageClient } from "vscode-languageclient/node";
+import { DidChangeConfigurationNotification, State, type LanguageClient } from "vscode-languageclient/node";
 import { resolveInterpreter, type Interpreter } from "../python/interpreter";
 import { checkPython, MINIMUM_PYTHON, type PythonCheck } from "../python/version";
 import { createClient } from "./client";
+import { readSettings, SECTION } from "./settings";
 import type { ServerStatus } from "./status";
 
 const RESTART_BATCH_MS = 400;
@@ -14,10 +15,12 @@ const RESTART_BATCH_MS = 400;
 export class ServerController implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private interpreter: Interpreter | undefined;
+  /** The checked executable the server runs with (sys.executable of the interpreter). */
+  private serverPython: string | undefined;
   private queue: Promise<void> = Promise.resolve();
   private restartTimer: NodeJS.Timeout | undefined;
   private pendingReasons: string[] = [];
-  private readonly clientStateListeners: vscode.Disposable[] = [];
+  private readonly clientStateListeners: { dispose(): void }[] = [];
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -62,6 +65,23 @@ export class ServerController implements vscode.Disposable {
     }, RESTART_BATCH_MS);
   }
 
+  /**
+   * Tells the running server that its settings changed. The server re-reads them with
+   * workspace/configuration; the payload carries them too for servers that read it.
+   */
+  notifyConfigurationChanged(): void {
+    const client = this.runningClient;
+    if (client === undefined || this.serverPython === undefined) {
+      return;
+    }
+    const settings = readSettings(this.serverPython);
+    client.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: settings } }).catch(
+      (error: unknown) => {
+        this.output.warn(`Sending the new settings failed: ${String(error)}`);
+      },
+    );
+  }
+
   async dispose(): Promise<void> {
     if (this.restartTimer) {
       clearTimeout(this.restartTimer);
@@ -89,6 +109,7 @@ export class ServerController implements vscode.Disposable {
       return;
     }
     this.output.info(`Python ${check.version} at ${check.executable}`);
+    this.serverPython = check.executable;
 
     const client = createClient({
       context: this.context,

