@@ -10,3 +10,6 @@ echo "== torchdoctor check examples/ =="
 
 echo "== torchdoctor probe examples/models.py::SmallCNN (CPU) =="
 .venv/bin/torchdoctor probe examples/models.py::SmallCNN --device cpu --iters 5
+
+echo "== the VS Code extension: dist/torchdoctor-<version>.vsix =="
+npm run package
