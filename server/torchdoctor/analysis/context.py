@@ -62,3 +62,38 @@ class RuleContext:
         """Remove the whole lines a statement stands on (use after statement_owns_lines)."""
         span = self.doc.span_of(statement)
         return Edit(Span(span.start_line, 0, span.end_line + 1, 0), "")
+
+    def starts_its_line(self, node: ast.AST) -> bool:
+        """True when only indentation stands before `node` on its first line."""
+        span = self.doc.span_of(node)
+        return not self.doc.index.line(span.start_line)[: span.start_col].strip()
+
+    def is_single_line_statement(self, statement: ast.stmt) -> bool:
+        """A statement alone on one line (a trailing comment allowed): it can be moved whole."""
+        return statement.lineno == statement.end_lineno and self.statement_owns_lines(statement)
+
+    def line_of_statement(self, statement: ast.stmt) -> str:
+        """A one-line statement's text with its trailing comment: what moving it must carry,
+        since deleting its line deletes the comment too."""
+        span = self.doc.span_of(statement)
+        return self.doc.index.line(span.start_line)[span.start_col :].rstrip()
+
+    def move_line_before(self, statement: ast.stmt, anchor: ast.stmt) -> tuple[Edit, Edit]:
+        """Edits that move a single-line statement (with its comment) above `anchor`."""
+        return (
+            self.insert_line_before(anchor, self.line_of_statement(statement)),
+            self.delete_lines_of(statement),
+        )
+
+    def move_line_after(self, statement: ast.stmt, anchor: ast.stmt) -> tuple[Edit, Edit]:
+        """Edits that move a single-line statement (with its comment) below `anchor`, at the
+        anchor's indentation."""
+        anchor_span = self.doc.span_of(anchor)
+        end_line = anchor_span.end_line
+        line_end = len(self.doc.index.line(end_line))
+        indent = self.doc.indentation_of(anchor_span.start_line)
+        moved = self.line_of_statement(statement)
+        insert = Edit(
+            Span(end_line, line_end, end_line, line_end), f"{self.doc.line_break()}{indent}{moved}"
+        )
+        return (insert, self.delete_lines_of(statement))

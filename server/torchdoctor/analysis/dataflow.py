@@ -20,6 +20,9 @@ class Definition:
     node: ast.AST  # the statement (Assign, AugAssign, For, With, arguments) that binds the name
     value: ast.AST | None  # the assigned expression, when there is one
     position: tuple[int, int]
+    # Where the binding takes effect: after the whole `x = f(x)` (its right side still sees the
+    # earlier `x`), after the iterable of a `for`, after the item of a `with`.
+    visible_from: tuple[int, int]
 
 
 @dataclass
@@ -29,11 +32,15 @@ class ScopeFlow:
     definitions: dict[str, list[Definition]] = field(default_factory=dict)
 
     def reaching(self, name: str, at: ast.AST) -> Definition | None:
-        """The last binding of `name` that starts before `at` (in source order)."""
+        """The last binding of `name` in effect where `at` starts (in source order). A node
+        inside an assignment sees the binding before it: in `y = y.t()` the right `y` is the
+        earlier one, whether `at` is that `y` or the whole statement."""
         point = _position(at)
         best = None
         for definition in self.definitions.get(name, []):
-            if definition.position < point:
+            if definition.position >= point:
+                break  # sorted by position: nothing later can be in effect at `at`
+            if definition.visible_from <= point:
                 best = definition
         return best
 
@@ -46,30 +53,60 @@ def flow_of(sem: Semantics, scope: ast.AST) -> ScopeFlow:
     key = f"flow:{id(scope)}"
     flow = sem.derived.get(key)
     if flow is None:
-        flow = sem.derived[key] = _build_flow(scope)
+        flow = sem.derived[key] = _build_flow(scope, _binding_statements(sem, scope))
     return flow
 
 
-def _build_flow(scope: ast.AST) -> ScopeFlow:
+def _binding_statements(sem: Semantics, scope: ast.AST) -> list[ast.AST]:
+    """The statements binding names in `scope`: recorded by the semantics walk for the module
+    and function bodies; found by walking for any other scope a caller asks about."""
+    if isinstance(scope, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef):
+        return sem.bindings_by_scope.get(id(scope), [])
+    found: list[ast.AST] = []
+    stack = list(reversed(getattr(scope, "body", [])))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BINDING_NODES):
+            found.append(node)
+        if not isinstance(node, FUNCTION_NODES):
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return found
+
+
+BINDING_NODES = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.For,
+    ast.AsyncFor,
+    ast.With,
+    ast.AsyncWith,
+    ast.NamedExpr,
+    *FUNCTION_NODES,
+)
+
+
+def _build_flow(scope: ast.AST, statements: list[ast.AST]) -> ScopeFlow:
     flow = ScopeFlow()
 
-    def bind(target: ast.AST, statement: ast.AST, value: ast.AST | None) -> None:
+    def bind(
+        target: ast.AST, statement: ast.AST, value: ast.AST | None, visible_from: tuple[int, int]
+    ) -> None:
         if isinstance(target, ast.Name):
             flow.definitions.setdefault(target.id, []).append(
-                Definition(target.id, statement, value, _position(statement))
+                Definition(target.id, statement, value, _position(statement), visible_from)
             )
         elif isinstance(target, ast.Attribute | ast.Subscript):
             dotted = _dotted(target)
             if dotted is not None:
                 flow.definitions.setdefault(dotted, []).append(
-                    Definition(dotted, statement, value, _position(statement))
+                    Definition(dotted, statement, value, _position(statement), visible_from)
                 )
         elif isinstance(target, ast.Tuple | ast.List):
             for element in target.elts:
                 # unpacking: each element depends on the whole value
-                bind(
-                    element.value if isinstance(element, ast.Starred) else element, statement, value
-                )
+                element = element.value if isinstance(element, ast.Starred) else element
+                bind(element, statement, value, visible_from)
 
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         arguments = scope.args
@@ -80,32 +117,25 @@ def _build_flow(scope: ast.AST) -> ScopeFlow:
             *(a for a in (arguments.vararg, arguments.kwarg) if a is not None),
         ]:
             flow.definitions.setdefault(arg.arg, []).append(
-                Definition(arg.arg, scope, None, (0, 0))
+                Definition(arg.arg, scope, None, (0, 0), (0, 0))
             )
-        children = list(scope.body)
-    else:
-        children = list(getattr(scope, "body", []))
-    stack = list(reversed(children))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, FUNCTION_NODES):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                bind(ast.Name(id=node.name), node, None)
-            continue
-        if isinstance(node, ast.Assign):
+    for node in statements:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            # the name is usable from the header on (a method may call its own class)
+            bind(ast.Name(id=node.name), node, None, _position(node))
+        elif isinstance(node, ast.Assign):
             for target in node.targets:
-                bind(target, node, node.value)
+                bind(target, node, node.value, _end(node))
         elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-            bind(node.target, node, node.value)
+            bind(node.target, node, node.value, _end(node))
         elif isinstance(node, ast.For | ast.AsyncFor):
-            bind(node.target, node, node.iter)
+            bind(node.target, node, node.iter, _end(node.iter))
         elif isinstance(node, ast.With | ast.AsyncWith):
             for item in node.items:
                 if item.optional_vars is not None:
-                    bind(item.optional_vars, node, item.context_expr)
+                    bind(item.optional_vars, node, item.context_expr, _end(item.optional_vars))
         elif isinstance(node, ast.NamedExpr):
-            bind(node.target, node, node.value)
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+            bind(node.target, node, node.value, _end(node))
     for definitions in flow.definitions.values():
         definitions.sort(key=lambda d: d.position)
     return flow
@@ -147,3 +177,7 @@ def _dotted(node: ast.AST) -> str | None:
 
 def _position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)

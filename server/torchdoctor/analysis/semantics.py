@@ -91,21 +91,37 @@ class Semantics:
     classes: list[ast.ClassDef] = field(default_factory=list)
     module_classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     kinds: dict[str, ValueKind] = field(default_factory=dict)
+    # the statements binding names in each function body (and the module), by id of the scope
+    bindings_by_scope: dict[int, list[ast.AST]] = field(default_factory=lambda: defaultdict(list))
     _loops_cache: dict[int, list[Loop]] = field(default_factory=dict)
+    _dotted_cache: dict[int, str | None] = field(default_factory=dict)
+    _function_cache: dict[int, Function | None] = field(default_factory=dict)
     # facts derived on demand by shared helpers (training structure, data flow), per version
     derived: dict[str, Any] = field(default_factory=dict)
 
     # ---- name resolution -------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
         """`self.opt` for `self.opt`, `a.b.c` for an attribute chain of names; else None."""
+        kind = type(node)
+        if kind is ast.Name:
+            return node.id  # type: ignore[attr-defined]
+        if kind is not ast.Attribute:
+            return None
+        # memoised: rules ask for the same attribute chains many times
+        key = id(node)
+        cache = self._dotted_cache
+        if key in cache:
+            return cache[key]
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        parts.append(node.id)
-        return ".".join(reversed(parts))
+        found = None
+        if isinstance(node, ast.Name):
+            parts.append(node.id)
+            found = ".".join(reversed(parts))
+        cache[key] = found
+        return found
 
     def qualname(self, node: ast.AST) -> str | None:
         """The imported name an expression stands for: `F.relu` → `torch.nn.functional.relu`."""
@@ -156,12 +172,21 @@ class Semantics:
         return loops
 
     def enclosing_function(self, node: ast.AST) -> Function | None:
+        """The function whose body holds `node`; None at module level, in a class body or in a
+        lambda. Memoised: rules ask it for the same nodes many times."""
+        key = id(node)
+        cache = self._function_cache
+        if key in cache:
+            return cache[key]
+        found: Function | None = None
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
-                return ancestor
+                found = ancestor
+                break
             if isinstance(ancestor, ast.ClassDef | ast.Lambda):
-                return None
-        return None
+                break
+        cache[key] = found
+        return found
 
     def enclosing_statement(self, node: ast.AST) -> ast.stmt | None:
         current: ast.AST | None = node
@@ -241,39 +266,111 @@ def _is_in_loop_body(loop: Loop, child: ast.AST) -> bool:
 def build_semantics(tree: ast.Module) -> Semantics:
     sem = Semantics(tree)
     parents = sem.parents
-    stack: list[ast.AST] = [tree]
-    # One walk records parents and indexes the nodes rules ask about.
+    calls, calls_by_attr, loops = sem.calls, sem.calls_by_attr, sem.loops
+    functions, classes, assigns = sem.functions, sem.classes, sem.assigns
+    bindings = sem.bindings_by_scope
+    imports: list[ast.Import | ast.ImportFrom] = []
+    # One pre-order walk records parents, indexes the nodes rules ask about, and lists the
+    # statements that bind names in each scope (what dataflow needs, without walking again).
+    # Each entry carries the scope whose local data flow sees the node: the module, a function
+    # body, or None inside a class body, a lambda, or a function's header.
+    stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, tree)]
     while stack:
-        node = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-            stack.append(child)
-        if isinstance(node, ast.Call):
-            sem.calls.append(node)
-            if isinstance(node.func, ast.Attribute):
-                sem.calls_by_attr[node.func.attr].append(node)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            _record_import(sem, node)
-        elif isinstance(node, LOOP_NODES):
-            sem.loops.append(node)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            sem.functions.append(node)
-        elif isinstance(node, ast.ClassDef):
-            sem.classes.append(node)
-        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            sem.assigns.append(node)
-    # The walk is depth-first from the end; source order is what rules expect.
-    for collection in (sem.calls, sem.loops, sem.functions, sem.classes, sem.assigns):
-        collection.sort(key=_position)
-    for calls in sem.calls_by_attr.values():
-        calls.sort(key=_position)
-    for call in sem.calls:
+        node, scope = stack.pop()
+        kind = type(node)
+        if kind is ast.Call:
+            calls.append(node)  # type: ignore[arg-type]
+            func = node.func  # type: ignore[attr-defined]
+            if type(func) is ast.Attribute:
+                calls_by_attr[func.attr].append(node)  # type: ignore[arg-type]
+        elif kind in _BINDING_STATEMENTS:
+            if scope is not None:
+                bindings[id(scope)].append(node)
+            if kind in _ASSIGNMENTS:
+                assigns.append(node)  # type: ignore[arg-type]
+            elif kind in _LOOPS:
+                loops.append(node)  # type: ignore[arg-type]
+        elif kind in _SCOPES:
+            if scope is not None:
+                bindings[id(scope)].append(node)  # its name is bound where it is defined
+            if kind is ast.ClassDef:
+                classes.append(node)  # type: ignore[arg-type]
+                scope = None
+            elif kind is ast.Lambda:
+                scope = None
+            else:
+                functions.append(node)  # type: ignore[arg-type]
+                # the header (decorators, defaults, annotations) is in no scope's data flow
+                _push_children(node, None, stack, parents, body_scope=node)
+                continue
+        elif kind is ast.While:
+            loops.append(node)  # type: ignore[arg-type]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            imports.append(node)  # type: ignore[arg-type]
+        _push_children(node, scope, stack, parents)
+    # Recorded last to first: when a name is imported twice, the first import is what it means.
+    for import_node in reversed(imports):
+        _record_import(sem, import_node)
+    # The walk visits a function's body before its decorators; source order is what rules expect.
+    for collection in (calls, loops, functions, classes, assigns):
+        collection.sort(key=_start)
+    for attr_calls in calls_by_attr.values():
+        attr_calls.sort(key=_start)
+    for call in calls:
         qualname = sem.call_qualname(call)
         if qualname is not None:
             sem.calls_by_qualname[qualname].append(call)
     _find_module_classes(sem)
     _record_value_kinds(sem)
     return sem
+
+
+# Statements (and the walrus) that bind a name in the scope they run in.
+_ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
+_LOOPS = frozenset({ast.For, ast.AsyncFor})
+_BINDING_STATEMENTS = _ASSIGNMENTS | _LOOPS | {ast.With, ast.AsyncWith, ast.NamedExpr}
+_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
+# Fields that never hold a child worth visiting: `ctx` is a shared Load/Store singleton.
+_SKIPPED_FIELDS = frozenset({"ctx"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(
+            name for name in kind._fields if name not in _SKIPPED_FIELDS  # type: ignore[attr-defined]
+        )
+    return fields
+
+
+def _push_children(
+    node: ast.AST,
+    scope: ast.AST | None,
+    stack: list[tuple[ast.AST, ast.AST | None]],
+    parents: dict[ast.AST, ast.AST],
+    body_scope: ast.AST | None = None,
+) -> None:
+    """Push `node`'s children so that they pop in source order (a pre-order walk). A function's
+    body is its own scope (`body_scope`); everything else stays in `scope`."""
+    children: list[tuple[ast.AST, ast.AST | None]] = []
+    for name in _child_fields(type(node)):
+        value = getattr(node, name, None)
+        owner = body_scope if body_scope is not None and name == "body" else scope
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST):
+                    parents[item] = node
+                    children.append((item, owner))
+        elif isinstance(value, ast.AST):
+            parents[value] = node
+            children.append((value, owner))
+    children.reverse()
+    stack.extend(children)
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
@@ -369,7 +466,9 @@ def _kind_of_value(sem: Semantics, value: ast.AST) -> ValueKind | None:
     if qualname is None:
         return None
     last = qualname.rsplit(".", 1)[-1]
-    if "lr_scheduler" in qualname:
+    # before the model factories: `transformers.get_linear_schedule_with_warmup` is under a
+    # package whose every other export is taken for a model
+    if "schedul" in qualname.lower():
         return ValueKind.SCHEDULER
     if qualname.startswith(OPTIMIZER_PACKAGES) and last[:1].isupper() and last != "Optimizer":
         return ValueKind.OPTIMIZER

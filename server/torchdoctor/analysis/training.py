@@ -70,27 +70,49 @@ class TrainingStructure:
             function = self.sem.enclosing_function(node)
             if function is not None:
                 names.add(function.name)
-        changed = bool(names)
-        while changed:
-            changed = False
-            for call in self.sem.calls:
-                if _called_name(call) in names:
-                    function = self.sem.enclosing_function(call)
-                    if function is not None and function.name not in names:
-                        names.add(function.name)
-                        changed = True
+        pending = list(names)
+        while pending:  # callers of a zeroing function zero gradients too
+            for call in self._calls_by_called_name.get(pending.pop(), []):
+                function = self.sem.enclosing_function(call)
+                if function is not None and function.name not in names:
+                    names.add(function.name)
+                    pending.append(function.name)
         return names
 
+    @cached_property
+    def _calls_by_called_name(self) -> dict[str, list[ast.Call]]:
+        index: dict[str, list[ast.Call]] = {}
+        for call in self.sem.calls:
+            name = _called_name(call)
+            if name is not None:
+                index.setdefault(name, []).append(call)
+        return index
+
+    @cached_property
+    def zeroing_helper_calls(self) -> list[ast.Call]:
+        """Calls of the local functions that zero gradients, in source order."""
+        names = self.zeroing_functions
+        if not names:
+            return []
+        return [call for call in self.sem.calls if _called_name(call) in names]
+
     def zeroing_in(self, loop: Loop) -> list[ast.AST]:
-        found = [node for node in self.zeroing_nodes if loop in self.sem.enclosing_loops(node)]
-        if found or not self.zeroing_functions:
-            return found
-        return [
-            call
-            for call in self.sem.calls
-            if _called_name(call) in self.zeroing_functions
-            and loop in self.sem.enclosing_loops(call)
-        ]
+        found = self._by_loop(self.zeroing_nodes).get(id(loop), [])
+        if found:
+            return list(found)
+        return list(self._by_loop(self.zeroing_helper_calls).get(id(loop), []))
+
+    def _by_loop(self, nodes: list[ast.AST] | list[ast.Call]) -> dict[int, list[ast.AST]]:
+        """`nodes` grouped by every loop they run in, keeping their order: one pass instead of
+        a scan of all nodes per loop. Memoised per list."""
+        cache = self.sem.derived.setdefault("training:by_loop", {})
+        grouped = cache.get(id(nodes))
+        if grouped is None:
+            grouped = cache[id(nodes)] = {}
+            for node in nodes:
+                for loop in self.sem.enclosing_loops(node):
+                    grouped.setdefault(id(loop), []).append(node)
+        return grouped
 
     @cached_property
     def training_loops(self) -> list[TrainingLoop]:
@@ -106,10 +128,9 @@ class TrainingStructure:
                         entry = loops[id(loop)] = TrainingLoop(loop)
                     entry.step_calls.append(step)
                     break
+        backward_by_loop = self._by_loop(self.backward_calls)
         for entry in loops.values():
-            entry.backward_calls = [
-                call for call in self.backward_calls if entry.loop in sem.enclosing_loops(call)
-            ]
+            entry.backward_calls = list(backward_by_loop.get(id(entry.loop), []))  # type: ignore[arg-type]
             entry.zeroing = self.zeroing_in(entry.loop)
         return sorted(loops.values(), key=lambda entry: _position(entry.loop))
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..call_edits import add_keyword, remove_arguments
 from ..context import RuleContext
 from ..findings import Edit, Finding, Fix, Severity, Span, rule
 from ..semantics import Semantics
@@ -259,38 +260,6 @@ def _argument_nodes(call: ast.Call) -> list[ast.AST]:
     return sorted(nodes, key=lambda node: (node.lineno, node.col_offset))
 
 
-def _append_argument(ctx: RuleContext, call: ast.Call, text: str) -> Edit | None:
-    """Insert `text` as the call's last argument."""
-    if any(isinstance(arg, ast.GeneratorExp) for arg in call.args):
-        return None  # `f(x for x in y)` cannot take a second argument without parentheses
-    nodes = _argument_nodes(call)
-    if nodes:
-        return ctx.insert_after(nodes[-1], f", {text}")
-    span = ctx.doc.span_of(call)
-    if span.end_col == 0:
-        return None
-    close = Span(span.end_line, span.end_col - 1, span.end_line, span.end_col - 1)
-    return Edit(close, text)
-
-
-def _remove_argument(ctx: RuleContext, call: ast.Call, node: ast.AST) -> Edit | None:
-    """Delete one argument with its comma; None when that would also delete a comment."""
-    nodes = _argument_nodes(call)
-    index = nodes.index(node)
-    own = ctx.doc.span_of(node)
-    if index > 0:
-        previous = ctx.doc.span_of(nodes[index - 1])
-        span = Span(previous.end_line, previous.end_col, own.end_line, own.end_col)
-    elif len(nodes) > 1:
-        following = ctx.doc.span_of(nodes[1])
-        span = Span(own.start_line, own.start_col, following.start_line, following.start_col)
-    else:
-        span = own
-    if "#" in ctx.doc.text_in(span):
-        return None
-    return Edit(span, "")
-
-
 def _keyword_name_span(ctx: RuleContext, keyword: ast.keyword) -> Span:
     span = ctx.doc.span_of(keyword)
     assert keyword.arg is not None
@@ -389,12 +358,6 @@ def _imports_any(ctx: RuleContext, wanted: Iterable[str], text_hints: tuple[str,
     if any(target in wanted_set for target in ctx.sem.imports.values()):
         return True
     return any(hint in ctx.doc.text for hint in text_hints)
-
-
-def _single_line_statement(ctx: RuleContext, node: ast.stmt) -> bool:
-    if node.lineno != node.end_lineno:
-        return False
-    return ctx.statement_owns_lines(node)
 
 
 def _rebuild_import_from(module: str, names: list[tuple[str, str | None]]) -> str:
@@ -609,7 +572,7 @@ def _unsafe_load(
         )
     fix = None
     if not custom_pickle:
-        edit = _append_argument(ctx, call, "weights_only=True")
+        edit = add_keyword(ctx, call, "weights_only=True")
         if edit is not None:
             fix = Fix("Add `weights_only=True`", (edit,), safe=False)
     yield ctx.finding("TD702", call.func, message, fix)
@@ -1023,7 +986,7 @@ def _import_module_swap(
             return None
         modules.add(module)
         safe = safe and symbol.rename_is_safe
-    if len(modules) != 1 or not _single_line_statement(ctx, node):
+    if len(modules) != 1 or not ctx.is_single_line_statement(node):
         return None
     text = _rebuild_import_from(modules.pop(), [(a.name, a.asname) for a, _ in entries])
     return Fix(f"Use `{text}`", (ctx.replace(node, text),), safe=safe)
@@ -1211,7 +1174,7 @@ def _fix_upsample_function(mode_arguments: str):
         if target is None:
             return None
         edits = [ctx.replace(call.func, target)]
-        edit = _append_argument(ctx, call, mode_arguments)
+        edit = add_keyword(ctx, call, mode_arguments)
         if edit is None:
             return None
         edits.append(edit)
@@ -1291,7 +1254,7 @@ def checkpoint_use_reentrant(ctx: RuleContext) -> Iterator[Finding]:
             "`use_reentrant=False` (recommended) or `True`"
         )
         fix = None
-        edit = _append_argument(ctx, call, "use_reentrant=False")
+        edit = add_keyword(ctx, call, "use_reentrant=False")
         if edit is not None:
             fix = Fix(
                 "Add `use_reentrant=False` (the non-reentrant variant: changes behaviour)",
@@ -1555,7 +1518,7 @@ def _private_import_findings(
             if (
                 alias.asname is not None
                 and len(node.names) == 1
-                and _single_line_statement(ctx, node)
+                and ctx.is_single_line_statement(node)
             ):
                 text = f"import {public} as {alias.asname}"
                 fix = Fix(f"Use `{text}`", (ctx.replace(node, text),))
@@ -1568,7 +1531,7 @@ def _private_import_findings(
     public_module = _public_module(node.module, version)
     if public_module is not None:
         fix = None
-        if _single_line_statement(ctx, node):
+        if ctx.is_single_line_statement(node):
             text = _rebuild_import_from(public_module, [(a.name, a.asname) for a in node.names])
             fix = Fix(f"Use `{text}`", (ctx.replace(node, text),))
         yield from _unless_compat(
@@ -1581,7 +1544,7 @@ def _private_import_findings(
     if not flagged:
         return
     fix = None
-    if len(flagged) == len(entries) and _single_line_statement(ctx, node):
+    if len(flagged) == len(entries) and ctx.is_single_line_statement(node):
         modules = {public.rpartition(".")[0] for _, _, public in flagged}
         if len(modules) == 1:
             names = []
@@ -1655,11 +1618,12 @@ def _legacy_reduction_fix(
         return None
     existing = _keyword(call, "reduction")
     edits = [ctx.replace(legacy[0], f'reduction="{reduction}"')]
-    for keyword in [*legacy[1:], *([existing] if existing is not None else [])]:
-        edit = _remove_argument(ctx, call, keyword)
-        if edit is None:
+    doomed: list[ast.AST] = [*legacy[1:], *([existing] if existing is not None else [])]
+    if doomed:
+        removals = remove_arguments(ctx, call, doomed)
+        if removals is None:
             return None
-        edits.append(edit)
+        edits.extend(removals)
     spans = sorted(edit.span for edit in edits)
     if any(a.overlaps(b) for a, b in zip(spans, spans[1:], strict=False)):
         return None
@@ -1691,7 +1655,7 @@ def torchvision_module_alias(ctx: RuleContext) -> Iterator[Finding]:
             text = f"from {package} import {module}"
             message = f"`import {alias.name} as {module}` is `{text}`"
             fix = None
-            if len(node.names) == 1 and _single_line_statement(ctx, node):
+            if len(node.names) == 1 and ctx.is_single_line_statement(node):
                 fix = Fix(f"Use `{text}`", (ctx.replace(node, text),))
             yield ctx.finding("TD714", node, message, fix)
 

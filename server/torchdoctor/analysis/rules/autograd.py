@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..call_edits import add_keyword, remove_arguments
 from ..context import RuleContext
 from ..dataflow import Definition, ScopeFlow, flow_of, names_with_history
 from ..findings import Finding, Fix, Severity, rule
@@ -129,18 +130,14 @@ def _move_before_fix(ctx: RuleContext, zero: ast.AST, backward: ast.AST) -> Fix 
     if (
         not isinstance(zero_statement, ast.Expr)
         or backward_statement is None
-        or not ctx.statement_owns_lines(zero_statement)
+        or not ctx.is_single_line_statement(zero_statement)
         or not ctx.statement_owns_lines(backward_statement)
-        or zero_statement.lineno != zero_statement.end_lineno
     ):
         return None
     text = ctx.doc.source_of(zero_statement)
     return Fix(
         f"Move `{text}` before the `.backward()` call",
-        (
-            ctx.insert_line_before(backward_statement, text),
-            ctx.delete_lines_of(zero_statement),
-        ),
+        ctx.move_line_before(zero_statement, backward_statement),
     )
 
 
@@ -189,10 +186,10 @@ def backward_twice(ctx: RuleContext) -> Iterator[Finding]:
                     'through the graph a second time"; pass `retain_graph=True` to the first '
                     "call (or compute the second loss from a fresh forward pass)"
                 )
-                fix = Fix(
-                    "Add `retain_graph=True` to the first `.backward()`",
-                    (_add_keyword(ctx, first, "retain_graph=True"),),
-                )
+                edit = add_keyword(ctx, first, "retain_graph=True")
+                fix = None
+                if edit is not None:
+                    fix = Fix("Add `retain_graph=True` to the first `.backward()`", (edit,))
                 yield ctx.finding("TD103", second, message, fix)
                 break
 
@@ -312,17 +309,6 @@ def _is_forward_output(ctx: RuleContext, definition: Definition) -> bool:
     return dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1
 
 
-def _add_keyword(ctx: RuleContext, call: ast.Call, keyword: str):  # type: ignore[no-untyped-def]
-    """An edit that adds `keyword` as the last argument of `call`."""
-    span = ctx.doc.span_of(call)
-    closing = ctx.doc.index.line(span.end_line)[: span.end_col].rfind(")")
-    from ..findings import Edit, Span
-
-    point = Span(span.end_line, closing, span.end_line, closing)
-    separator = ", " if call.args or call.keywords else ""
-    return Edit(point, f"{separator}{keyword}")
-
-
 # ---- TD104 ---------------------------------------------------------------------------------
 @rule(
     "TD104",
@@ -435,7 +421,6 @@ def _defined_in_iteration(ctx: RuleContext, name: str, statement: ast.stmt, loop
     return (
         definition is not None
         and not isinstance(definition.node, ast.AugAssign)
-        and definition.node is not statement
         and ctx.sem.in_loop(definition.node, loop)
         and not _is_self_update(ctx, definition, name)
     )
@@ -542,33 +527,19 @@ def _statement_in_block(ctx: RuleContext, node: ast.AST, block: list[ast.stmt]) 
     return None
 
 
-def _single_line_statement(ctx: RuleContext, statement: ast.stmt) -> bool:
-    return statement.lineno == statement.end_lineno and ctx.statement_owns_lines(statement)
-
-
 def _move_after_fix(
     ctx: RuleContext, statement: ast.stmt, target: ast.AST, title: str
 ) -> Fix | None:
-    """Move a one-line statement to just after the statement of its block that holds `target`.
-
-    Core candidate: a generic "move statement" edit builder (TD102 does the mirror image)."""
+    """Move a one-line statement to just after the statement of its block that holds `target`."""
     block = statement_list_of(ctx.sem, statement)
-    if block is None or not _single_line_statement(ctx, statement):
+    if block is None or not ctx.is_single_line_statement(statement):
         return None
     anchor = _statement_in_block(ctx, target, block)
     if anchor is None or anchor is statement or not ctx.statement_owns_lines(anchor):
         return None
     if isinstance(anchor, ast.If | ast.Try | ast.Match):
         return None  # after an `if` the moved call would depend on another condition
-    end_line = ctx.doc.span_of(anchor).end_line
-    line_end = len(ctx.doc.index.line(end_line))
-    indent = ctx.doc.indentation_of(ctx.doc.span_of(anchor).start_line)
-    start = ctx.doc.span_of(statement)
-    moved = ctx.doc.index.line(start.start_line)[start.start_col :].rstrip()  # with its comment
-    insert = Edit(
-        Span(end_line, line_end, end_line, line_end), f"{ctx.doc.line_break()}{indent}{moved}"
-    )
-    return Fix(title, (insert, ctx.delete_lines_of(statement)))
+    return Fix(title, ctx.move_line_after(statement, anchor))
 
 
 def _indent_unit(ctx: RuleContext, indent: str) -> str:
@@ -913,7 +884,7 @@ def _no_grad_fix(
 ) -> Fix | None:
     """`p.data.mul_(d)` → `with torch.no_grad():` + `p.mul_(d)` (one-line statements only)."""
     alias = _torch_alias(ctx)
-    if alias is None or form == "assign" or not _single_line_statement(ctx, statement):
+    if alias is None or form == "assign" or not ctx.is_single_line_statement(statement):
         return None  # `x.data = y` rebinds the storage: no mechanical equivalent
     if not isinstance(statement, ast.Expr | ast.Assign | ast.AugAssign):
         return None
@@ -1288,9 +1259,10 @@ def zero_grad_keeps_memory(ctx: RuleContext) -> Iterator[Finding]:
                 "one gradient per parameter between steps; the default since torch 2.0 "
                 "(`set_to_none=True`) frees it"
             )
-            fix = Fix(
-                "Drop `set_to_none=False`", (_drop_argument(ctx, call, argument),), safe=False
-            )
+            edits = remove_arguments(ctx, call, [argument])
+            fix = None
+            if edits is not None:
+                fix = Fix("Drop `set_to_none=False`", tuple(edits), safe=False)
         else:
             message = (
                 "`set_to_none=False` (the default before torch 2.0) keeps a zero-filled "
@@ -1312,36 +1284,3 @@ def _set_to_none_false(call: ast.Call) -> ast.keyword | ast.expr | None:
 
 def _is_false(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
-
-
-def _drop_argument(ctx: RuleContext, call: ast.Call, argument: ast.AST) -> Edit:
-    arguments: list[ast.AST] = [*call.args, *call.keywords]
-    arguments.sort(key=position)
-    index = next(i for i, a in enumerate(arguments) if a is argument)
-    span = ctx.doc.span_of(argument)
-    if len(arguments) == 1:
-        # the argument with its trailing comma; whole lines when it stands alone on them
-        rest = ctx.doc.index.line(span.end_line)[span.end_col :]
-        end_col = span.end_col
-        if rest.lstrip().startswith(","):  # `zero_grad(set_to_none=False,)`
-            end_col += len(rest) - len(rest.lstrip()) + 1
-        head = ctx.doc.index.line(span.start_line)[: span.start_col]
-        tail = ctx.doc.index.line(span.end_line)[end_col:]
-        if not head.strip() and not tail.strip():
-            return Edit(Span(span.start_line, 0, span.end_line + 1, 0), "")
-        opening = head.rstrip()
-        if opening.endswith("("):  # start at `(` so the edit never begins inside a name
-            start = len(opening) - 1
-            return Edit(Span(span.start_line, start, span.end_line, end_col), "(")
-        return Edit(Span(span.start_line, span.start_col, span.end_line, end_col), "")
-    if index > 0:
-        previous = ctx.doc.span_of(arguments[index - 1])
-        return Edit(Span(previous.end_line, previous.end_col, span.end_line, span.end_col), "")
-    following = ctx.doc.span_of(arguments[index + 1])
-    opening = ctx.doc.index.line(span.start_line)[: span.start_col].rstrip()
-    if opening.endswith("("):
-        start = len(opening) - 1
-        return Edit(Span(span.start_line, start, following.start_line, following.start_col), "(")
-    return Edit(
-        Span(span.start_line, span.start_col, following.start_line, following.start_col), ""
-    )

@@ -7,6 +7,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from ..call_edits import add_keyword
 from ..context import RuleContext
 from ..dataflow import flow_of
 from ..findings import Edit, Finding, Fix, Severity, Span, rule
@@ -14,7 +15,6 @@ from ..semantics import Function, Semantics
 from ..training import function_scope, statement_list_of
 from .data import (
     Arguments,
-    add_keyword,
     at_module_level,
     calls_by_name,
     class_of_instance,

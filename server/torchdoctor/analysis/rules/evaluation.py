@@ -773,7 +773,7 @@ def _mode_events_inside(ctx: RuleContext, loop: Loop) -> list[ModeEvent]:
 
 
 def _insert_eval_fix(ctx: RuleContext, loop: Loop, model: str | None) -> Fix | None:
-    if model is None or not _starts_its_line(ctx, loop):
+    if model is None or not ctx.starts_its_line(loop):
         return None
     edits = [ctx.insert_line_before(loop, f"{model}.eval()")]
     restore = _training_after(ctx, loop, model)
@@ -783,11 +783,6 @@ def _insert_eval_fix(ctx: RuleContext, loop: Loop, model: str | None) -> Fix | N
             return None
         edits.append(edit)
     return Fix(f"Call `{model}.eval()` before the loop", tuple(edits), safe=False)
-
-
-def _starts_its_line(ctx: RuleContext, statement: ast.stmt) -> bool:
-    span = ctx.doc.span_of(statement)
-    return not ctx.doc.index.line(span.start_line)[: span.start_col].strip()
 
 
 # ---- TD403 ---------------------------------------------------------------------------------
@@ -826,7 +821,7 @@ def _restore_edit(ctx: RuleContext, after: TrainingAfter, model: str) -> Edit | 
         target = sem.enclosing_statement(after.step)
     else:
         target = after.loop.body[0]
-    if target is None or not _starts_its_line(ctx, target):
+    if target is None or not ctx.starts_its_line(target):
         return None
     if ctx.doc.span_of(target).start_line == after.loop.lineno - 1:
         return None

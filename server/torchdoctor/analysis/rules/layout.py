@@ -111,10 +111,9 @@ def _step_loop(ctx: RuleContext, node: ast.AST) -> Loop | None:
 
 
 def _reaching(ctx: RuleContext, name: str, at: ast.AST) -> Definition | None:
-    """The binding of `name` that `at` sees: looked up from `at`'s statement, so that in
-    `y = y.transpose(1, 2)` the `y` on the right is the earlier one, not this assignment."""
+    """The binding of `name` that `at` sees, unless it may not run before `at`."""
+    definition = flow_of(ctx.sem, function_scope(ctx.sem, at)).reaching(name, at)
     statement = ctx.sem.enclosing_statement(at) or at
-    definition = flow_of(ctx.sem, function_scope(ctx.sem, at)).reaching(name, statement)
     if definition is not None and in_exclusive_branches(ctx.sem, definition.node, statement):
         return None  # bound in the other branch of an `if`: what reaches here is unknown
     return definition
@@ -1531,7 +1530,7 @@ def _hoist_fix(ctx: RuleContext, call: ast.Call, name: str, loop: Loop) -> Fix |
     if not _arguments_invariant(ctx, call, loop):
         return None
     new_name = f"{name}_on_device"
-    if new_name in ctx.doc.text or not _starts_its_line(ctx, loop):
+    if new_name in ctx.doc.text or not ctx.starts_its_line(loop):
         return None
     text = ctx.doc.source_of(call)
     edits = [ctx.insert_line_before(loop, f"{new_name} = {text}")]  # type: ignore[arg-type]
@@ -1539,11 +1538,6 @@ def _hoist_fix(ctx: RuleContext, call: ast.Call, name: str, loop: Loop) -> Fix |
         if ctx.sem.in_loop(other, loop) and ctx.doc.source_of(other) == text:
             edits.append(ctx.replace(other, new_name))
     return Fix(f"Move `{text}` before the loop", tuple(edits))
-
-
-def _starts_its_line(ctx: RuleContext, statement: ast.AST) -> bool:
-    span = ctx.doc.span_of(statement)
-    return not ctx.doc.index.line(span.start_line)[: span.start_col].strip()
 
 
 def _constant_tensor_move(
@@ -1593,9 +1587,8 @@ def _move_statement_before_loop(ctx: RuleContext, call: ast.Call, loop: Loop) ->
         and len(statement.targets) == 1
         and isinstance(statement.targets[0], ast.Name)
         and any(statement is s for s in loop.body)
-        and statement.lineno == statement.end_lineno
-        and ctx.statement_owns_lines(statement)
-        and _starts_its_line(ctx, loop)
+        and ctx.is_single_line_statement(statement)
+        and ctx.starts_its_line(loop)
         and _arguments_invariant(ctx, call, loop)
     ):
         return None
@@ -1606,12 +1599,7 @@ def _move_statement_before_loop(ctx: RuleContext, call: ast.Call, loop: Loop) ->
     ]
     if len(bindings) != 1:
         return None
-    span = ctx.doc.span_of(statement)
-    moved = ctx.doc.index.line(span.start_line)[span.start_col :].rstrip()
-    return Fix(
-        f"Create `{name}` once, before the loop",
-        (ctx.insert_line_before(loop, moved), ctx.delete_lines_of(statement)),  # type: ignore[arg-type]
-    )
+    return Fix(f"Create `{name}` once, before the loop", ctx.move_line_before(statement, loop))
 
 
 # ---- TD207 ---------------------------------------------------------------------------------

@@ -186,8 +186,7 @@ def assigned_call(sem: Semantics, node: ast.AST) -> ast.Call | None:
 def _reaching_value(sem: Semantics, name: ast.Name) -> ast.AST | None:
     scope = function_scope(sem, name)
     flow = flow_of(sem, scope)
-    statement = sem.enclosing_statement(name)
-    definition = flow.reaching(name.id, statement) if statement is not None else None
+    definition = flow.reaching(name.id, name)
     if definition is None:
         definitions = flow.definitions.get(name.id, [])
         if definitions:
@@ -226,11 +225,24 @@ def built_from(sem: Semantics, node: ast.AST) -> str | None:
                 return None  # whatever the caller passes
         else:
             # every assignment in the file agrees: no need to follow the data flow
-            built = {_constructor_name(sem, a.value) for a in assigns if a.value is not None}
+            built = _constructors_assigned(sem, dotted, assigns)
             if len(built) == 1 and None not in built:
                 return next(iter(built))
     call = assigned_call(sem, node)
     return _constructor_name(sem, call) if call is not None else None
+
+
+def _constructors_assigned(
+    sem: Semantics, dotted: str, assigns: list[ast.Assign | ast.AnnAssign]
+) -> set[str | None]:
+    """The classes the file's assignments to `dotted` build, memoised per name."""
+    cache = sem.derived.setdefault("modules:constructors_assigned", {})
+    built = cache.get(dotted)
+    if built is None:
+        built = cache[dotted] = {
+            _constructor_name(sem, a.value) for a in assigns if a.value is not None
+        }
+    return built
 
 
 def local_class(sem: Semantics, name: str) -> ast.ClassDef | None:
@@ -895,10 +907,7 @@ def _is_tensor_expression(ctx: RuleContext, node: ast.AST, depth: int = 0) -> bo
 def _reaching_assignment(ctx: RuleContext, name: ast.Name) -> ast.expr | None:
     """The value last assigned to `name` (by a plain `name = value`) before its statement."""
     sem = ctx.sem
-    statement = sem.enclosing_statement(name)
-    if statement is None:
-        return None
-    definition = flow_of(sem, function_scope(sem, name)).reaching(name.id, statement)
+    definition = flow_of(sem, function_scope(sem, name)).reaching(name.id, name)
     if definition is None or definition.value is None:
         return None
     node = definition.node
@@ -1252,11 +1261,8 @@ def _origin(
             )
         if not possible:
             return None  # no assignment anywhere could make it an activation output
-        statement = sem.enclosing_statement(expr)
-        if statement is None:
-            return None
         flow = flow_of(sem, function_scope(sem, expr))
-        definition = flow.reaching(expr.id, statement)
+        definition = flow.reaching(expr.id, expr)
         if (
             definition is None
             or definition.value is None
@@ -1397,18 +1403,14 @@ def _reusable_at(ctx: RuleContext, expr: ast.expr, source_at: ast.AST, use_at: a
     """`expr` (made of names and attributes only) means the same at `use_at` as at `source_at`."""
     sem = ctx.sem
     flow = flow_of(sem, function_scope(sem, use_at))
-    source_statement = sem.enclosing_statement(source_at)
-    use_statement = sem.enclosing_statement(use_at)
-    if source_statement is None or use_statement is None:
-        return False
     if function_scope(sem, source_at) is not function_scope(sem, use_at):
         return False
     for node in ast.walk(expr):
         if isinstance(node, ast.Call | ast.Lambda | ast.NamedExpr | ast.Await):
             return False
         if isinstance(node, ast.Name):
-            before = flow.reaching(node.id, source_statement)
-            if before is None or before is not flow.reaching(node.id, use_statement):
+            before = flow.reaching(node.id, source_at)
+            if before is None or before is not flow.reaching(node.id, use_at):
                 return False
     return isinstance(expr, ast.Name | ast.Attribute | ast.Subscript)
 
