@@ -99,7 +99,7 @@ async def test_a_failing_request_answers_with_an_error_and_the_server_carries_on
     assert codes(after.diagnostics) == engine_codes("x = 1\n")
 
 
-async def test_the_probe_command_answers_that_the_probe_is_not_available(shared, uri_of):
+async def test_a_probe_of_a_file_that_is_neither_open_nor_on_disk_fails_cleanly(shared, uri_of):
     client = shared
     uri = uri_of("models.py")
     with pytest.raises(JsonRpcException) as raised:
@@ -110,7 +110,7 @@ async def test_the_probe_command_answers_that_the_probe_is_not_available(shared,
             )
         )
     assert raised.value.code == types.LSPErrorCodes.RequestFailed
-    assert "the probe is not available yet" in raised.value.message
+    assert "not open in the editor and not on disk" in raised.value.message
 
 
 async def test_the_server_exits_when_its_input_closes(lsp):

@@ -1,5 +1,6 @@
 """The server's own commands: fix-all through workspace/applyEdit, and the probe (handed to
-probe_bridge with the client's workDoneToken for progress)."""
+probe_bridge with the client's workDoneToken for progress; cancelled by `$/cancelRequest` or by
+`window/workDoneProgress/cancel`), whose report then feeds diagnostics, lenses and hints."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from . import code_actions, probe_bridge
+from .documents import uri_to_path
+from .probe_results import ProbeSnapshot
 from .protocol import EXECUTE_COMMAND_PARAMS
+from .request_cancellation import on_client_cancel
 from .server import TorchDoctorServer
 
 FIX_ALL_SERVER_COMMAND = "torchdoctor.server.fixAll"
@@ -47,22 +51,51 @@ def register_commands(server: TorchDoctorServer) -> None:
         command = EXECUTE_COMMAND_PARAMS.get()
         token = command.work_done_token if command is not None else None
         document = ls.documents.get(uri)
+        text = document.text if document is not None else None
+        cancel = asyncio.Event()
+        on_client_cancel(ls.protocol, cancel)  # $/cancelRequest
         progress = _ProgressReporter(ls, token)
         request = probe_bridge.ProbeRequest(
             uri=uri,
-            path=document.path if document is not None else None,
+            path=document.path if document is not None else uri_to_path(uri),
             class_name=class_name,
             input_spec=input_spec,
-            source=document.text if document is not None else None,
+            source=text,
             interpreter=ls.settings.interpreter,
             probe=ls.settings.probe,
             work_done_token=token,
             report_progress=progress.report,
+            cancel=cancel,
         )
+        outcome: probe_bridge.ProbeOutcome | None = None
         try:
-            return await probe_bridge.run_probe_request(request)
+            with ls.probes.cancellable_by(token, cancel):  # window/workDoneProgress/cancel
+                outcome = await ls.probes.runner.run(request)
         finally:
-            progress.end()
+            progress.end(outcome is not None, cancel.is_set())
+        assert outcome is not None  # run() raises when there is no report
+        if text is not None and ls.documents.get(uri) is not None:
+            snapshot = ProbeSnapshot.of(uri, class_name, outcome.user_path, text, outcome.report)
+            ls.probes.results.put(snapshot)
+            ls.probes.generation += 1
+            await _show_probe_results(ls, uri)
+        return outcome.report_json
+
+
+async def _show_probe_results(ls: TorchDoctorServer, uri: str) -> None:
+    """Runtime diagnostics, the lens title and inlay hints now come from the new report: push
+    the diagnostics, or ask the client to pull them again, and to refresh lenses and hints."""
+    if ls.pull_diagnostics:
+        if ls.client_supports("workspace.diagnostics.refresh_support"):
+            ls.workspace_diagnostic_refresh(None)
+    else:
+        result = await ls.scheduler.current(uri)
+        if result is not None:
+            ls.publish(uri, ls.diagnostics_of(result), result.version)
+    if ls.client_supports("workspace.code_lens.refresh_support"):
+        ls.workspace_code_lens_refresh(None)
+    if ls.client_supports("workspace.inlay_hint.refresh_support"):
+        ls.workspace_inlay_hint_refresh(None)
 
 
 def _uri_argument(arguments: tuple[Any, ...]) -> str:
@@ -90,15 +123,19 @@ class _ProgressReporter:
         progress = self._ls.work_done_progress
         if not self._begun:
             self._begun = True
-            progress.begin(
-                self._token,
-                types.WorkDoneProgressBegin(title="Probe", message=message, percentage=percent),
+            begin = types.WorkDoneProgressBegin(
+                title="Probe", cancellable=True, message=message, percentage=percent
             )
+            progress.begin(self._token, begin)
         else:
             progress.report(
                 self._token, types.WorkDoneProgressReport(message=message, percentage=percent)
             )
 
-    def end(self) -> None:
-        if self._token is not None and self._begun:
-            self._ls.work_done_progress.end(self._token, types.WorkDoneProgressEnd())
+    def end(self, succeeded: bool, cancelled: bool) -> None:
+        if self._token is None or not self._begun:
+            return
+        message = "done" if succeeded else "cancelled" if cancelled else "failed"
+        self._ls.work_done_progress.end(self._token, types.WorkDoneProgressEnd(message=message))
+        # pygls keeps a future per token it has seen begin; the token is the client's, used once
+        self._ls.work_done_progress.tokens.pop(self._token, None)

@@ -27,9 +27,22 @@ SEVERITIES = {
     Severity.INFORMATION: types.DiagnosticSeverity.Information,
     Severity.HINT: types.DiagnosticSeverity.Hint,
 }
-# TD7xx is the API family: deprecated, removed and renamed torch APIs, which editors draw
-# struck through when the diagnostic carries the Deprecated tag.
-DEPRECATED_FAMILY = "TD7"
+# The rules about an API that is deprecated, removed or renamed: editors draw their ranges struck
+# through (the Deprecated tag). The rest of the TD7xx API family (unsafe torch.load, unstable
+# formulas, a wrong torch.compile keyword, private names, missing seeds) concerns APIs that are
+# current, and striking them through would say the opposite of the message.
+DEPRECATED_CODES = frozenset(
+    {
+        "TD701",  # torchvision-pretrained: pretrained= deprecated since torchvision 0.13
+        "TD703",  # deprecated-amp: torch.cuda.amp.*
+        "TD704",  # variable-wrapper: the Variable API
+        "TD706",  # trainer-renamed-args: evaluation_strategy=
+        "TD707",  # removed-function
+        "TD708",  # deprecated-function
+        "TD711",  # transforms-v2-totensor: v2.ToTensor
+        "TD713",  # deprecated-loss-args: size_average= / reduce=
+    }
+)
 
 
 @dataclass
@@ -104,7 +117,7 @@ def run_rules(document: Document, config: Config) -> tuple[list[Finding], list[s
 
 
 def to_diagnostic(finding: Finding, mapper: PositionMapper, locale: str) -> types.Diagnostic:
-    tags = [types.DiagnosticTag.Deprecated] if finding.code.startswith(DEPRECATED_FAMILY) else None
+    tags = [types.DiagnosticTag.Deprecated] if finding.code in DEPRECATED_CODES else None
     return types.Diagnostic(
         range=mapper.range(finding.span),
         message=finding.message,

@@ -15,7 +15,16 @@ from ..analysis import Span
 from . import code_actions
 from .code_lens import probe_lenses
 from .commands import register_commands
-from .hover import api_markdown, as_plain_text, findings_markdown
+from .diagnostics import AnalysisResult
+from .hover import (
+    SEPARATOR,
+    api_markdown,
+    as_plain_text,
+    findings_markdown,
+    probe_modules_markdown,
+)
+from .inlay_hints import inlay_hints
+from .probe_results import LineAnchors
 from .server import TorchDoctorServer
 from .settings import SECTION, parse_settings
 from .torch_names import api_at
@@ -26,6 +35,8 @@ log = logging.getLogger("torchdoctor.lsp")
 # once jedi is warm; past either it answers with what it has.
 HOVER_ANALYSIS_WAIT = 2.0
 HOVER_JEDI_WAIT = 0.4
+# A line that builds a library block (nn.TransformerEncoder) carries all its inner layers
+PROBE_HOVER_ROWS = 6
 
 
 def register_features(server: TorchDoctorServer) -> None:
@@ -49,9 +60,10 @@ def register_features(server: TorchDoctorServer) -> None:
         ls.run_in_background(_after_initialized(ls))
 
     @server.feature(types.SHUTDOWN)
-    def shutdown(ls: TorchDoctorServer, params: None) -> None:
+    async def shutdown(ls: TorchDoctorServer, params: None) -> None:
         ls.shutdown_requested = True
         ls.jedi.shutdown()
+        await ls.probes.runner.close()  # the warm workers go with the server
 
     @server.feature(types.EXIT)
     def exit_(ls: TorchDoctorServer, params: None) -> None:
@@ -80,6 +92,7 @@ def register_features(server: TorchDoctorServer) -> None:
         uri = params.text_document.uri
         ls.documents.close(uri)
         ls.scheduler.forget(uri)
+        ls.probes.results.forget(uri)
         if not ls.pull_diagnostics:
             ls.publish(uri, [], None)
 
@@ -99,10 +112,12 @@ def register_features(server: TorchDoctorServer) -> None:
         result = await ls.scheduler.current(uri)
         if result is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[])
-        if params.previous_result_id == result.result_id:
-            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result.result_id)
+        # a new probe report changes the diagnostics of an unchanged text
+        result_id = f"{result.result_id}.p{ls.probes.generation}"
+        if params.previous_result_id == result_id:
+            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
         return types.RelatedFullDocumentDiagnosticReport(
-            items=result.diagnostics, result_id=result.result_id
+            items=ls.diagnostics_of(result), result_id=result_id
         )
 
     # ---- hover -----------------------------------------------------------------------------
@@ -120,20 +135,21 @@ def register_features(server: TorchDoctorServer) -> None:
             return None
         mapper = result.mapper
         line, col = mapper.to_char(params.position)
+        probed = _probed_modules(ls, result, line)
         under = [f for f in result.findings if _under(f.span, line, col)]
         if under:
             text = findings_markdown(under, ls.locale)
-            return _hover(ls, text, mapper.range(under[0].span))
+            return _hover(ls, _joined(text, probed), mapper.range(under[0].span))
         outline = await ls.outline_of(result)
         target = api_at(result.document, outline.imports, line, col)
         if target is None:
-            return None
+            return _hover(ls, probed, _line_range(result, line)) if probed else None
         doc = None
         if target.describe and ls.settings.hover_signatures:
             doc = ls.jedi.cached(target.describe) or await ls.jedi.describe(
                 target.describe, HOVER_JEDI_WAIT
             )
-        text = api_markdown(target, ls.locale, doc)
+        text = _joined(api_markdown(target, ls.locale, doc), probed)
         return _hover(ls, text, mapper.range(target.span)) if text else None
 
     # ---- code actions ----------------------------------------------------------------------
@@ -195,7 +211,34 @@ def register_features(server: TorchDoctorServer) -> None:
         if result is None:
             return None
         outline = await ls.outline_of(result)
-        return probe_lenses(result.uri, outline, result.mapper, ls.locale)
+        snapshot = ls.probes.results.get(result.uri)
+        probed = None
+        if snapshot is not None:
+            stale = snapshot.lines != result.document.index.lines
+            probed = (snapshot.class_name, snapshot.report, stale)
+        return probe_lenses(result.uri, outline, result.mapper, ls.locale, probed)
+
+    # ---- inlay hints (from the last probe) ---------------------------------------------------
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+    async def inlay_hint(
+        ls: TorchDoctorServer, params: types.InlayHintParams
+    ) -> list[types.InlayHint] | None:
+        if not (ls.settings.enable and ls.settings.inlay_hints):
+            return None
+        snapshot = ls.probes.results.get(params.text_document.uri)
+        if snapshot is None:
+            return None
+        result = await ls.scheduler.current(params.text_document.uri)
+        if result is None:
+            return None
+        return inlay_hints(snapshot, result, params.range, ls.locale)
+
+    # ---- cancelling the probe from the progress notification ---------------------------------
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def work_done_progress_cancel(
+        ls: TorchDoctorServer, params: types.WorkDoneProgressCancelParams
+    ) -> None:
+        ls.probes.cancel_progress(params.token)
 
     # ---- settings and configuration files --------------------------------------------------
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -269,6 +312,35 @@ async def _pull_settings(ls: TorchDoctorServer) -> None:
 
 def _under(span: Span, line: int, col: int) -> bool:
     return (span.start_line, span.start_col) <= (line, col) < (span.end_line, span.end_col)
+
+
+def _probed_modules(ls: TorchDoctorServer, result: AnalysisResult, line: int) -> str | None:
+    """The last probe's numbers for the submodules declared on `line` (`self.conv1 = ...`)."""
+    snapshot = ls.probes.results.get(result.uri)
+    if snapshot is None:
+        return None
+    anchors = LineAnchors(snapshot.lines, result.document.index.lines)
+    rows = [
+        row
+        for row in snapshot.module_rows()
+        if row.name and row.line is not None and anchors.find(row.line - 1) == line
+    ]
+    if not rows:
+        return None
+    shallowest = min(row.depth for row in rows)
+    rows = [row for row in rows if row.depth == shallowest][:PROBE_HOVER_ROWS]
+    return probe_modules_markdown(rows, anchors.stale)
+
+
+def _joined(*parts: str | None) -> str | None:
+    present = [part for part in parts if part]
+    return SEPARATOR.join(present) if present else None
+
+
+def _line_range(result: AnalysisResult, line: int) -> types.Range:
+    text = result.document.index.line(line)
+    start = len(text) - len(text.lstrip())
+    return result.mapper.range(Span(line, start, line, len(text)))
 
 
 def _hover(ls: TorchDoctorServer, markdown: str, range_: types.Range) -> types.Hover:

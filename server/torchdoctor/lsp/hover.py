@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from ..analysis import REGISTRY, Finding
 from ..docs import doc_page
+from ..probe.schema import ModuleRow
+from . import probe_format
 from .jedi_support import ApiDoc
 from .pitfall_notes import NOTES
 from .torch_names import ApiTarget
@@ -53,3 +55,25 @@ def as_plain_text(markdown: str) -> str:
     """For clients that cannot render markdown: drop the fences and emphasis markers."""
     lines = [line for line in markdown.splitlines() if not line.startswith("```")]
     return "\n".join(lines).replace("**", "").replace("\n---\n", "\n")
+
+
+def probe_modules_markdown(rows: list[ModuleRow], stale: bool) -> str:
+    """What the last probe measured for the submodules declared on one line."""
+    parts: list[str] = []
+    for row in rows:
+        facts = [
+            f"output {', '.join(probe_format.shape(s) for s in row.output_shapes)}"
+            if row.output_shapes
+            else "not called by forward",
+            f"{probe_format.count(row.params)} params",
+        ]
+        if row.flops is not None:
+            facts.append(f"{probe_format.count(row.flops)} FLOPs")
+        if row.forward_ms is not None:
+            facts.append(f"{probe_format.milliseconds(row.forward_ms)} forward")
+        if row.calls > 1:
+            facts.append(f"{row.calls} calls")
+        name = row.name or "(model)"
+        parts.append(f"**{name}** `{row.type}`: " + " · ".join(facts))
+    heading = "**Probe**" + (" (stale: the file changed since)" if stale else "")
+    return heading + "\n\n" + "\n\n".join(parts)

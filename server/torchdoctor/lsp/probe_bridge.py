@@ -1,27 +1,48 @@
 """Where the server command `torchdoctor.server.probe` meets the probe.
 
-The language server parses the request and hands a `ProbeRequest` to `run_probe_request`, the
-one hook the probe plugs into: it should start `probe/client.py` with the user's interpreter,
-report progress through `request.report_progress`, and return the report as a JSON-able dict.
-Until then it answers with an LSP error that the editor shows as a message.
+The language server parses the request and hands a `ProbeRequest` to `ProbeRunner.run`, which
+runs `probe/client.py` in a warm worker of the user's interpreter (torch stays imported there
+between probes; the server itself never imports torch), reports progress through
+`request.report_progress`, and returns the report. A probe that cannot finish becomes an LSP
+error whose message names the user's file and line; a cancelled one becomes RequestCancelled.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 
+from ..probe.client import (
+    ProbeArgumentError,
+    ProbeLimits,
+    ProbeOptions,
+    WorkerPool,
+    resolve_interpreter,
+)
+from ..probe.schema import ErrorEvent, ProbeEvent, ProbeReport, ProgressEvent, SchemaError
+from .probe_source import ProbeSource, probe_source
 from .settings import ProbeSettings
 
+log = logging.getLogger(__name__)
+
 PROBE_SERVER_COMMAND = "torchdoctor.server.probe"
+# One warm worker per interpreter; a second interpreter (a changed setting) may stay warm too.
+WARM_INTERPRETERS = 2
 
 
-class ProbeUnavailableError(JsonRpcException):
-    """An LSP error answer (RequestFailed) rather than an internal error: nothing crashed."""
+class ProbeFailedError(JsonRpcException):
+    """An LSP error answer (RequestFailed) rather than an internal error: the user's code or
+    environment failed, the server did not."""
 
     CODE = types.LSPErrorCodes.RequestFailed.value
 
@@ -33,16 +54,127 @@ class ProbeRequest:
     class_name: str
     input_spec: str | None  # e.g. "(8, 3, 224, 224)" from the editor's prompt
     source: str | None  # the document's text as the editor has it (may be unsaved)
-    interpreter: str  # "" when the user set none: the probe picks `python3`
+    interpreter: str  # "" when the user set none: see `probe_interpreter`
     probe: ProbeSettings
     work_done_token: types.ProgressToken | None
     # report_progress(message, percent) sends work-done progress when the client gave a token
     report_progress: Callable[[str, int | None], None]
+    # set when the client cancels: the runner's whole process group is killed
+    cancel: asyncio.Event
 
 
-async def run_probe_request(request: ProbeRequest) -> dict[str, Any]:
-    """The hook the probe replaces: run the probe and return its report."""
-    raise ProbeUnavailableError("the probe is not available yet")
+@dataclass(frozen=True)
+class ProbeOutcome:
+    report: ProbeReport
+    report_json: dict[str, Any]  # what the command answers: the report, paths the user's
+    user_path: str
+
+
+def probe_interpreter(setting: str) -> str:
+    """The interpreter the probe runs in: the setting, else the active virtual or conda
+    environment (as jedi picks it), else the server's own Python."""
+    if setting:
+        return setting
+    scripts, name = ("Scripts", "python.exe") if os.name == "nt" else ("bin", "python")
+    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        root = os.environ.get(variable)
+        if root:
+            candidate = resolve_interpreter(os.path.join(root, scripts, name))
+            if candidate is not None:
+                return candidate
+    return sys.executable
+
+
+class ProbeRunner:
+    """Runs probes in warm workers, one per interpreter, owned by the server."""
+
+    def __init__(self) -> None:
+        self._pool = WorkerPool(ProbeLimits(), max_workers=WARM_INTERPRETERS)
+        self._interpreters: set[str] = set()
+
+    async def run(self, request: ProbeRequest) -> ProbeOutcome:
+        python = probe_interpreter(request.interpreter)
+        display = request.path or request.uri
+        request.report_progress(f"Starting {os.path.basename(python)}", 0)
+        try:
+            with probe_source(request.path, request.source, display) as source:
+                options = ProbeOptions(
+                    file=source.probe_path,
+                    target=request.class_name,
+                    input_spec=request.input_spec,
+                    device=request.probe.device,
+                    iters=request.probe.iters,
+                    cwd=_existing_folder(request.path),
+                )
+                self._interpreters.add(python)
+                final = await self._pool.probe(
+                    python,
+                    options,
+                    on_event=lambda event: _report(request, event),
+                    cancel=request.cancel,
+                    timeout_s=request.probe.timeout,
+                )
+                answer = source.to_user(_event_json(final))
+        except (ProbeArgumentError, FileNotFoundError) as error:
+            raise ProbeFailedError(f"cannot probe {request.class_name}: {error}") from error
+        if isinstance(final, ErrorEvent):
+            raise _error_answer(final, answer, request, source)
+        try:
+            report = ProbeReport.from_dict(answer)
+        except SchemaError as error:  # a newer runner than this server: say so, do not crash
+            raise ProbeFailedError(f"the probe's report could not be read: {error}") from error
+        return ProbeOutcome(report, answer, source.user_path)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    def kill_now(self) -> None:
+        """At exit, when there is no event loop left to close the workers with."""
+        for python in self._interpreters:
+            pid = self._pool.pid(python)
+            if pid is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+
+
+def _existing_folder(path: str | None) -> str | None:
+    """The user's folder, where their code expects to run (the copy may sit elsewhere)."""
+    folder = os.path.dirname(os.path.abspath(path)) if path else None
+    return folder if folder and os.path.isdir(folder) else None
+
+
+def _report(request: ProbeRequest, event: ProbeEvent) -> None:
+    if isinstance(event, ProgressEvent):
+        message = event.message or event.stage
+        request.report_progress(message, int(event.percent))
+
+
+def _event_json(final: Any) -> dict[str, Any]:
+    if isinstance(final, ErrorEvent):
+        return {
+            "kind": final.kind,
+            "message": final.message,
+            "file": final.file,
+            "line": final.line,
+            "traceback": final.traceback,
+            "exit_code": final.exit_code,
+            "stderr_tail": final.stderr_tail,
+        }
+    return final.report.to_dict()
+
+
+def _error_answer(
+    final: ErrorEvent, answer: dict[str, Any], request: ProbeRequest, source: ProbeSource
+) -> JsonRpcException:
+    if final.kind == "cancelled" or request.cancel.is_set():
+        return JsonRpcRequestCancelled("the probe was cancelled")
+    message = str(answer["message"])
+    if answer.get("file") and answer.get("line"):
+        where = f"{answer['file']}:{answer['line']}"
+        if where not in message:
+            message = f"{where}: {message}"
+    log.info("probe of %s in %s failed: %s", request.class_name, source.user_path, message)
+    return ProbeFailedError(f"probe failed ({final.kind}): {message}", data=answer)
 
 
 def parse_probe_arguments(arguments: tuple[Any, ...]) -> tuple[str, str, str | None]:

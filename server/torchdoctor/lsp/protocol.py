@@ -4,6 +4,8 @@
   of every document (and splits lines differently from LSP, see documents.py).
 - Command handlers can see the whole `workspace/executeCommand` request: pygls passes them only
   the arguments, and the probe needs the client's workDoneToken to report progress.
+- Each request's id is recorded in the context its handler runs in, so a long command can watch
+  for the client's `$/cancelRequest` (see request_cancellation.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from .request_cancellation import REQUEST_ID
+
 # Set while a workspace/executeCommand request is dispatched; a command handler started by it
 # (a task, which copies the context when it is created) reads the request's own params.
 EXECUTE_COMMAND_PARAMS: ContextVar[types.ExecuteCommandParams | None] = ContextVar(
@@ -24,6 +28,10 @@ EXECUTE_COMMAND_PARAMS: ContextVar[types.ExecuteCommandParams | None] = ContextV
 
 
 class TorchDoctorProtocol(LanguageServerProtocol):
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        REQUEST_ID.set(msg_id)
+        super()._handle_request(msg_id, method_name, params)
+
     def _user_handler(self, method: str) -> Any:
         return self.fm.features.get(method)
 

@@ -27,8 +27,10 @@ from .jedi_support import JediState, JediSupport
 from .outline import Outline, build_outline
 from .pitfall_notes import NOTES
 from .positions import UTF16
+from .probe_state import ProbeState
 from .project_config import ProjectConfigs, effective_config
 from .protocol import TorchDoctorProtocol
+from .runtime_diagnostics import runtime_diagnostics
 from .scheduler import AnalysisScheduler
 from .settings import ParsedSettings, Settings
 from .threadsafe_ast import serialise_ast_parse
@@ -53,6 +55,7 @@ class TorchDoctorServer(LanguageServer):
         self.documents = DocumentStore()
         self.project_configs = ProjectConfigs()
         self.jedi = JediSupport()
+        self.probes = ProbeState()  # warm probe workers and the last report per document
         self.settings = Settings()
         self.pending_problems: tuple[str, ...] = ()  # from initializationOptions
         self.client_locale: str | None = None
@@ -195,7 +198,16 @@ class TorchDoctorServer(LanguageServer):
                 [f"{code} on {result.document.path}" for code in result.failed_rules],
             )
         if not self.pull_diagnostics:
-            self.publish(result.uri, result.diagnostics, result.version)
+            self.publish(result.uri, self.diagnostics_of(result), result.version)
+
+    def diagnostics_of(self, result: AnalysisResult) -> list[types.Diagnostic]:
+        """The analysis' diagnostics and, for a probed document, the probe's runtime ones."""
+        snapshot = self.probes.results.get(result.uri)
+        document = self.documents.get(result.uri)
+        if snapshot is None or document is None:
+            return result.diagnostics
+        config = self.config_for(document)
+        return result.diagnostics + runtime_diagnostics(snapshot, result, config, self.locale)
 
     def publish(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
         self.text_document_publish_diagnostics(
@@ -271,6 +283,7 @@ class TorchDoctorServer(LanguageServer):
 
     def close(self) -> None:
         self.jedi.shutdown()
+        self.probes.runner.kill_now()  # a worker left after a client that never sent shutdown
         self.analysis_pool.shutdown(wait=False, cancel_futures=True)
 
 
