@@ -34,13 +34,15 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}){memory}, Python {platform.python_version()}"
 
 
-def sections(quick: bool, work: Path) -> dict[str, Callable[[], tuple[object, str]]]:
+def sections(
+    quick: bool, work: Path, corpus_files: int = 100
+) -> dict[str, Callable[[], tuple[object, str]]]:
     def analysis() -> tuple[object, str]:
         result = analysis_bench.run_analysis_bench(quick)
         return result, analysis_bench.markdown(result)
 
     def batch() -> tuple[object, str]:
-        result = throughput.run_throughput_bench(work, quick=quick)
+        result = throughput.run_throughput_bench(work, files=corpus_files, quick=quick)
         return result, throughput.markdown(result)
 
     found: dict[str, Callable[[], tuple[object, str]]] = {
@@ -76,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny inputs (a smoke run)")
     parser.add_argument("--only", nargs="*", help="run only these sections")
+    parser.add_argument(
+        "--corpus-files",
+        type=int,
+        default=100,
+        help="generated files for the throughput section (default 100, about 48,000 lines)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -83,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(exist_ok=True)
     report = [f"Machine: {machine()}. Date: {time.strftime('%Y-%m-%d')}.", ""]
     data: dict[str, object] = {"machine": machine()}
-    for name, run in sections(args.quick, work).items():
+    for name, run in sections(args.quick, work, args.corpus_files).items():
         if args.only and name not in args.only:
             continue
         start = time.perf_counter()
