@@ -5,9 +5,9 @@
 // Steps: install the .vsix → open a copy of an example training script in a trusted folder →
 // TD101 squiggle → its Problems entry → hover shows the rule's doc → the quick fix inserts
 // zero_grad() into the file → "Probe model" from the CodeLens shows the report with the
-// parameter count torch computes → in an untrusted folder diagnostics still show and the
-// probe is refused. Each step saves a screenshot in .cache/e2e/artifacts/; a failure names
-// the step and prints the extension's log.
+// parameter count torch computes, the device and the model's output shape → in an untrusted
+// folder diagnostics still show and the probe is refused. Each step saves a screenshot in
+// .cache/e2e/artifacts/; a failure names the step and prints the extension's log.
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -300,6 +300,21 @@ async function clickProbeLens(className) {
   throw new Error(`no "Probe model" CodeLens above class ${className} within ${TIMEOUT} ms`);
 }
 
+/**
+ * Clicks the "Probe model" lens until the report panel opens. The quick fix has just edited
+ * the file, so VS Code re-requests the lenses: a click that lands on a lens being replaced
+ * runs a command VS Code has already released ("Actual command not found") and does nothing.
+ */
+async function openReportFromLens(className, attempts = 3) {
+  for (let attempt = 1; attempt <= attempts; attempt += 1) {
+    await clickProbeLens(className);
+    if (await reportFrameWith("#root[data-state]", 10_000)) {
+      return;
+    }
+    console.log(`(the lens click #${attempt} opened no report panel) `);
+  }
+}
+
 /** Finds the report webview's inner frame (VS Code nests it in two iframes). */
 async function reportFrameWith(selector, timeout) {
   const deadline = Date.now() + timeout;
@@ -335,6 +350,24 @@ async function cursorOnProblem(code) {
   const match = /Ln (\d+), Col (\d+)/.exec(text);
   check(match !== null, `no position in the Problems entry: ${text}`);
   await goToLine(Number(match[1]), Number(match[2]) + 1);
+}
+
+/**
+ * The report's other sections read the real report format: the Device card names the device's
+ * kind (an object in the report, once shown as "[object Object]"), and the modules table shows
+ * the model's output shape, known for the default example's MLP: Linear(hidden, 10) on a batch of 8.
+ */
+async function checkReportDetails(frame) {
+  const device = await frame.$("[data-device-kind]");
+  check(device !== null, "the report has no Device card");
+  const kind = await device.getAttribute("data-device-kind");
+  const deviceText = await device.innerText();
+  check(kind === "cpu" || kind === "cuda", `the Device card's kind is ${kind}`);
+  check(deviceText.includes(kind.toUpperCase()) && !deviceText.includes("[object"), `the Device card shows ${JSON.stringify(deviceText)}`);
+  if (EXAMPLE === defaultExample() && basename(EXAMPLE) === "train_mnist.py" && !process.env.TORCHDOCTOR_E2E_MODEL) {
+    const modelShape = await frame.$eval(".modules tbody tr:first-child td.shape", (cell) => cell.textContent);
+    check(modelShape === "(8, 10)", `the modules table shows the model's output shape as ${JSON.stringify(modelShape)}, not (8, 10)`);
+  }
 }
 
 function lineOfClass(text, className) {
@@ -499,7 +532,7 @@ async function main() {
 
       await step("probe-from-codelens", async () => {
         await goToLine(lineOfClass(original, expected.class));
-        await clickProbeLens(expected.class);
+        await openReportFromLens(expected.class);
         // A probe measures several passes of the model: allow it twice the usual wait.
         const found = await reportFrameWith("[data-params-total], [data-state=error]", 2 * TIMEOUT);
         if (!found || (await found.element.getAttribute("data-state")) === "error") {
@@ -510,6 +543,7 @@ async function main() {
         check(shown === expected.total, `report shows ${shown} parameters, torch counts ${expected.total}`);
         const visible = await found.element.innerText();
         check(visible.replace(/[^\d]/g, "").includes(String(expected.total)), `the count is not displayed: ${visible}`);
+        await checkReportDetails(found.frame);
       });
     });
 

@@ -51,6 +51,34 @@ export function formatFlops(value: number): string {
   return `${value} FLOP`;
 }
 
+/** "(8, 10)"; "()" for a scalar. Anything that is not a list of numbers gives "". */
+export function formatShape(shape: unknown): string {
+  if (!Array.isArray(shape) || !shape.every((dim) => typeof dim === "number")) {
+    return "";
+  }
+  return `(${shape.join(", ")})`;
+}
+
+/** Several shapes, e.g. an LSTM's output, h and c: "(8, 16, 128), (2, 8, 64), (2, 8, 64)". */
+export function formatShapes(shapes: unknown): string {
+  if (!Array.isArray(shapes)) {
+    return "";
+  }
+  return shapes
+    .map(formatShape)
+    .filter((text) => text !== "")
+    .join(", ");
+}
+
+/** A fraction 0..1 as a percentage: "45.2%", and "<0.1%" for what would round to nothing. */
+export function formatPercent(fraction: number): string {
+  const percent = fraction * 100;
+  if (percent > 0 && percent < 0.05) {
+    return "<0.1%";
+  }
+  return `${percent >= 10 ? percent.toFixed(0) : percent.toFixed(1)}%`;
+}
+
 function trim(value: number): string {
   return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
 }

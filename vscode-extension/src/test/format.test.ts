@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { formatBytes, formatCount, formatFlops, formatMs } from "../probe/format";
+import { formatBytes, formatCount, formatFlops, formatMs, formatPercent, formatShape, formatShapes } from "../probe/format";
 import { summarize } from "../probe/reportTypes";
 
 void test("formats counts, bytes, times and FLOPs for people", () => {
@@ -15,10 +15,24 @@ void test("formats counts, bytes, times and FLOPs for people", () => {
   assert.equal(formatFlops(14.6e9), "14.6 GFLOP");
 });
 
+void test("formats shapes as tuples and fractions as percentages", () => {
+  assert.equal(formatShape([8, 10]), "(8, 10)");
+  assert.equal(formatShape([]), "()");
+  assert.equal(formatShape("8x10"), "");
+  assert.equal(formatShape([8, "10"]), "");
+  assert.equal(formatShapes([[8, 16, 128], [2, 8, 64], [2, 8, 64]]), "(8, 16, 128), (2, 8, 64), (2, 8, 64)");
+  assert.equal(formatShapes(null), "");
+  assert.equal(formatShapes([[8, 10], null]), "(8, 10)");
+  assert.equal(formatPercent(0.6642), "66%");
+  assert.equal(formatPercent(0.0213), "2.1%");
+  assert.equal(formatPercent(0.0001), "<0.1%");
+  assert.equal(formatPercent(0), "0.0%");
+});
+
 void test("a summary keeps what a report has and skips what it lacks", () => {
   const summary = summarize("file:///m.py", "Net", {
     params: { total: 10 },
-    latency: { forward_ms: { median: 1.5 } },
+    latency: { forward: { median_ms: 1.5 } },
   });
   assert.equal(summary.paramsTotal, 10);
   assert.equal(summary.forwardMs, 1.5);

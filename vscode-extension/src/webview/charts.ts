@@ -5,6 +5,8 @@ import { el } from "./dom";
 
 export interface Bar {
   label: string;
+  /** Shown after the label in a quieter style, e.g. the source text of a line. */
+  detail?: string;
   value: number;
   valueText: string;
   /** Rendered as a link when given (reveals a source line). */
@@ -25,9 +27,13 @@ export function barChart(title: string, bars: Bar[], emptyText: string, maxBars 
   const largest = Math.max(...shown.map((bar) => bar.value), Number.MIN_VALUE);
   const list = el("div", { class: "bars", role: "list" });
   for (const bar of shown) {
+    const text: (string | HTMLElement)[] = [bar.label];
+    if (bar.detail !== undefined && bar.detail !== "") {
+      text.push(el("span", { class: "bar-detail" }, bar.detail));
+    }
     const label = bar.onClick
-      ? el("a", { href: "#", class: "bar-label", title: bar.title ?? bar.label }, bar.label)
-      : el("span", { class: "bar-label", title: bar.title ?? bar.label }, bar.label);
+      ? el("a", { href: "#", class: "bar-label", title: bar.title ?? bar.label }, ...text)
+      : el("span", { class: "bar-label", title: bar.title ?? bar.label }, ...text);
     if (bar.onClick) {
       const onClick = bar.onClick;
       label.addEventListener("click", (event) => {
