@@ -150,6 +150,10 @@ class ProbeLimits:
     """Most stdout bytes one probe may produce before it is stopped as a flood."""
     max_line_bytes: int = 16 * 1024 * 1024
     """Longest event line (a report of a model with many thousand modules fits)."""
+    max_user_output_bytes: int = 64 * 1024 * 1024
+    """Most bytes the user's code may print in one probe. The runner sends its prints and
+    stderr to our stderr pipe, which is drained and only its tail kept: without this cap a
+    model printing in an endless loop would run until the time-out under a vaguer error."""
     stderr_tail_bytes: int = 16 * 1024
     """How much of the end of the runner's stderr errors carry."""
 
@@ -241,6 +245,8 @@ class _RunnerProcess:
         self.process = process
         self.limits = limits
         self.stderr = _StderrTail(limits.stderr_tail_bytes)
+        self.stderr_flood = asyncio.Event()
+        self._stderr_budget: tuple[int, int] | None = None  # (mark, most bytes after it)
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
 
     @property
@@ -275,6 +281,14 @@ class _RunnerProcess:
             if not chunk:
                 return
             self.stderr.add(chunk)
+            budget = self._stderr_budget
+            if budget is not None and self.stderr.total - budget[0] > budget[1]:
+                self.stderr_flood.set()
+
+    def limit_stderr(self, most_bytes: int) -> None:
+        """Set `stderr_flood` once more than `most_bytes` arrive from now on (one probe's)."""
+        self.stderr_flood.clear()
+        self._stderr_budget = (self.stderr.total, most_bytes)
 
     @property
     def running(self) -> bool:
@@ -414,10 +428,12 @@ class _ProbeDriver:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.timeout_s
         cancel_waiter = asyncio.ensure_future(self.cancel.wait()) if self.cancel else None
+        self.runner.limit_stderr(self.limits.max_user_output_bytes)
+        flood_waiter = asyncio.ensure_future(self.runner.stderr_flood.wait())
         try:
             while True:
                 line_task = asyncio.ensure_future(self.runner.read_line())
-                waiters = {line_task} | ({cancel_waiter} if cancel_waiter else set())
+                waiters = {line_task, flood_waiter} | ({cancel_waiter} if cancel_waiter else set())
                 done, _ = await asyncio.wait(
                     waiters,
                     timeout=max(deadline - loop.time(), 0),
@@ -427,6 +443,8 @@ class _ProbeDriver:
                     line_task.cancel()
                     if cancel_waiter is not None and cancel_waiter in done:
                         return await self._stop("cancelled", "the probe was cancelled")
+                    if flood_waiter in done:
+                        return await self._flooded()
                     return await self._timed_out()
                 final = await self._handle_line(line_task)
                 if final is not None:
@@ -436,6 +454,7 @@ class _ProbeDriver:
             self.killed = True
             raise
         finally:
+            flood_waiter.cancel()
             if cancel_waiter is not None:
                 cancel_waiter.cancel()
 
@@ -487,6 +506,18 @@ class _ProbeDriver:
             exit_code=self.runner.process.returncode,
             stderr_tail=self.runner.stderr.text() or None,
             **extra,
+        )
+
+    async def _flooded(self) -> ErrorEvent:
+        dump = await self.runner.dump_stack()
+        frame = _frame_in_dump(dump, self.options.file)
+        where = f"; it was running {frame[0]}:{frame[1]} in {frame[2]}" if frame else ""
+        return await self._stop(
+            "flood",
+            f"the model printed more than {self.limits.max_user_output_bytes} bytes "
+            f"(print or stderr) and was stopped{where}",
+            file=frame[0] if frame else None,
+            line=frame[1] if frame else None,
         )
 
     async def _timed_out(self) -> ErrorEvent:

@@ -2313,12 +2313,38 @@ def isolated_probe(request: ProbeRequest) -> Iterator[None]:
             torch.cuda.empty_cache()
 
 
+def kill_leftover_processes() -> None:
+    """Kill what the user's code started and left running (a DataLoader worker, a child that
+    sleeps): it shares this process's group, and in a warm worker it would outlive the probe
+    that started it. Only when this process leads its own group (the client starts it so)."""
+    me, group = os.getpid(), os.getpgrp()
+    if group != me or not os.path.isdir("/proc"):
+        return
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()  # the command name may hold spaces and ")"
+        if len(fields) > 2 and fields[2] == str(group):
+            with contextlib.suppress(OSError):
+                os.kill(int(entry), signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:  # reap our own children: no zombies
+            pass
+
+
 def run_request(request: ProbeRequest, events: EventStream) -> bool:
     """Run one probe and emit its final event. True when a result was produced."""
     progress = Progress(events)
     request.file = os.path.abspath(request.file)  # before isolated_probe changes directory
     with isolated_probe(request):
         final = final_event(request, progress)
+        # before the answer: once the client has it, nothing of this probe may be running
+        kill_leftover_processes()
         # Emitted before the clean-up (a full gc.collect() with torch loaded takes ~0.2 s):
         # the client has its answer while the worker tidies up.
         events.emit(final)
