@@ -1,5 +1,7 @@
 """Analysis cost against parse cost: per-file analysis time divided by `ast.parse` time on the
-same text, for small, medium, 2,000- and 3,000-line files (medians of repeated runs)."""
+same text, for small, medium, 2,000- and 3,000-line files (medians of repeated runs); and, for the
+3,000-line file, one keystroke analysed incrementally (what the language server's analyser does
+per edit: only the edited top-level statement is parsed again)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from torchdoctor.analysis import Document, analyse
+from torchdoctor.analysis import Document, IncrementalAnalyser, analyse
 from torchdoctor.analysis.config import Config
 
 from .corpus import make_file
@@ -46,7 +48,30 @@ def run_analysis_bench(quick: bool = False) -> dict[str, dict[str, float]]:
             "analysis_ms": full * 1000,
             "ratio": full / parse,
         }
+        if lines == max(SIZES.values()):
+            results[f"{label}, one keystroke (incremental)"] = _keystroke_row(
+                text, parse, config, repeats
+            )
     return results
+
+
+def _keystroke_row(text: str, parse: float, config: Config, repeats: int) -> dict[str, float]:
+    """A `#` typed at the end of a line in the middle of the file, then deleted, in turn."""
+    lines = text.split("\n")
+    middle = len(lines) // 2
+    while not lines[middle].strip():
+        middle += 1
+    typed = "\n".join([*lines[:middle], lines[middle] + "#", *lines[middle + 1 :]])
+    analyser = IncrementalAnalyser()
+    analyser.analyse(text, config)
+    versions = iter([typed, text] * repeats)
+    seconds = _median_seconds(lambda: analyser.analyse(next(versions), config), repeats)
+    return {
+        "lines": float(text.count("\n")),
+        "ast_parse_ms": parse * 1000,
+        "analysis_ms": seconds * 1000,
+        "ratio": seconds / parse,
+    }
 
 
 def markdown(results: dict[str, dict[str, float]]) -> str:

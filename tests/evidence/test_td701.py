@@ -30,8 +30,15 @@ PRETRAINED_WARNING = (
 def import_torchvision():
     try:
         import torchvision
-    except ImportError:
-        pytest.skip("torchvision is not installed")
+    except ImportError as error:
+        if error.name == "torchvision":
+            pytest.skip(
+                "torchvision is not installed (no torchvision wheel on PyPI matches the CPU "
+                "build of torch 2.13.0: torchvision==0.28.0 is linked against CUDA torch; "
+                "these tests stub its compiled operators, so `pip install torchvision==0.28.0` "
+                "runs them)"
+            )
+        pytest.skip(f"torchvision cannot be imported: {error}")
     except RuntimeError:
         for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
             del sys.modules[name]

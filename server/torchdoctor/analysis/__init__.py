@@ -4,6 +4,7 @@ from .config import Config, ConfigError, load_config
 from .document import Document
 from .engine import analyse, check
 from .findings import REGISTRY, Edit, Finding, Fix, RuleInfo, Severity, Span
+from .incremental import IncrementalAnalyser
 
 __all__ = [
     "REGISTRY",
@@ -13,6 +14,7 @@ __all__ = [
     "Edit",
     "Finding",
     "Fix",
+    "IncrementalAnalyser",
     "RuleInfo",
     "Severity",
     "Span",

@@ -9,6 +9,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from .findings import Span
+from .gc_pause import gc_paused
 from .lines import LineIndex
 
 # Repairs per top-level block before the block is given up; each repair re-parses one block.
@@ -31,12 +32,17 @@ class Document:
     index: LineIndex
     tree: ast.Module
     syntax_problems: list[SyntaxProblem] = field(default_factory=list)
+    # the tree is `ast.parse(text)` itself, not repaired block by block (repairs can leave no
+    # problem behind and still differ from it): only such a tree may lend statements to the
+    # next version of the document (see incremental.py)
+    parsed_whole: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
     def parse(cls, text: str, path: str = "<unknown>") -> Document:
-        index = LineIndex.of(text)
-        tree, problems = parse_tolerant(text, index)
-        return cls(text, path, index, tree, problems)
+        with gc_paused():
+            index = LineIndex.of(text)
+            tree, problems, whole = _parse_tolerant(text, index)
+            return cls(text, path, index, tree, problems, whole)
 
     @property
     def fully_parsed(self) -> bool:
@@ -87,11 +93,18 @@ class Document:
 
 
 def parse_tolerant(text: str, index: LineIndex) -> tuple[ast.Module, list[SyntaxProblem]]:
+    tree, problems, _ = _parse_tolerant(text, index)
+    return tree, problems
+
+
+def _parse_tolerant(text: str, index: LineIndex) -> tuple[ast.Module, list[SyntaxProblem], bool]:
+    """The tree, the problems, and whether the tree is `ast.parse(text)` itself."""
     # NUL bytes make `ast.parse` refuse the whole file; a space keeps every column in place.
-    source = text.replace("\0", " ") if "\0" in text else text
+    nul = "\0" in text
+    source = text.replace("\0", " ") if nul else text
     tree = _try_parse(source)
     if tree is not None:
-        return tree, []
+        return tree, [], not nul
     problems: list[SyntaxProblem] = []
     body: list[ast.stmt] = []
     lines = list(index.lines)
@@ -99,7 +112,7 @@ def parse_tolerant(text: str, index: LineIndex) -> tuple[ast.Module, list[Syntax
         lines = [line.replace("\0", " ") for line in lines]
     for start, end in top_level_blocks(lines):
         body.extend(_parse_block(lines, start, end, problems))
-    return ast.Module(body=body, type_ignores=[]), problems
+    return ast.Module(body=body, type_ignores=[]), problems, False
 
 
 def _try_parse(source: str) -> ast.Module | None:

@@ -10,6 +10,7 @@ from .config import Config
 from .context import RuleContext
 from .document import Document
 from .findings import REGISTRY, Finding, Severity
+from .gc_pause import gc_paused
 from .noqa import find_suppressions
 from .semantics import build_semantics
 
@@ -18,7 +19,11 @@ log = logging.getLogger(__name__)
 
 def analyse(doc: Document, config: Config | None = None) -> list[Finding]:
     """All findings for a parsed document, filtered by selection, noqa and severity overrides."""
-    config = config or Config()
+    with gc_paused():
+        return _analyse(doc, config or Config())
+
+
+def _analyse(doc: Document, config: Config) -> list[Finding]:
     enabled = config.enabled_codes(doc.path)
     if not enabled:
         return []
@@ -49,7 +54,9 @@ def analyse(doc: Document, config: Config | None = None) -> list[Finding]:
 
 def check(text: str, path: str = "<stdin>", config: Config | None = None) -> list[Finding]:
     """Parse and analyse source text."""
-    return analyse(Document.parse(text, path), config)
+    # one pause for both: between two pauses the collector would scan the whole new tree
+    with gc_paused():
+        return analyse(Document.parse(text, path), config)
 
 
 def _with_severity(finding: Finding, severity: Severity) -> Finding:

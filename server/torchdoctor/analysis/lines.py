@@ -9,6 +9,7 @@ from dataclasses import dataclass
 # Python and LSP agree that a line ends at \r\n, \r or \n; str.splitlines() also splits at
 # \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029, which would put every later line off by one.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE_AND_BREAK = re.compile(r"(\r\n|\r|\n)")
 
 
 @dataclass(frozen=True)
@@ -19,16 +20,11 @@ class LineIndex:
 
     @classmethod
     def of(cls, text: str) -> LineIndex:
-        lines: list[str] = []
-        breaks: list[str] = []
-        start = 0
-        for match in LINE_BREAK.finditer(text):
-            lines.append(text[start : match.start()])
-            breaks.append(match.group())
-            start = match.end()
-        lines.append(text[start:])
-        breaks.append("")
-        return cls(tuple(lines), tuple(breaks), tuple(line.isascii() for line in lines))
+        # one split in C, keeping the breaks: line, break, line, break, ..., last line
+        parts = _LINE_AND_BREAK.split(text)
+        lines = tuple(parts[0::2])
+        breaks = (*parts[1::2], "")
+        return cls(lines, breaks, tuple(line.isascii() for line in lines))
 
     @property
     def line_count(self) -> int:

@@ -96,6 +96,8 @@ class Semantics:
     _loops_cache: dict[int, list[Loop]] = field(default_factory=dict)
     _dotted_cache: dict[int, str | None] = field(default_factory=dict)
     _function_cache: dict[int, Function | None] = field(default_factory=dict)
+    _kind_cache: dict[str, ValueKind | None] = field(default_factory=dict)
+    _qualname_cache: dict[str, str | None] = field(default_factory=dict)
     # facts derived on demand by shared helpers (training structure, data flow), per version
     derived: dict[str, Any] = field(default_factory=dict)
 
@@ -128,11 +130,16 @@ class Semantics:
         dotted = self.dotted(node)
         if dotted is None:
             return None
+        # memoised by name: `imports` is complete before the first call (build_semantics
+        # records every import before it resolves any name)
+        cache = self._qualname_cache
+        if dotted in cache:
+            return cache[dotted]
         head, _, rest = dotted.partition(".")
         target = self.imports.get(head)
-        if target is None:
-            return None
-        return f"{target}.{rest}" if rest else target
+        found = None if target is None else f"{target}.{rest}" if rest else target
+        cache[dotted] = found
+        return found
 
     def call_qualname(self, call: ast.Call) -> str | None:
         return self.qualname(call.func)
@@ -232,17 +239,22 @@ class Semantics:
         dotted = self.dotted(node)
         if dotted is None:
             return None
-        known = self.kinds.get(dotted)
-        if known is not None:
-            return known
-        last = dotted.rsplit(".", 1)[-1]
-        if SCHEDULER_NAME.search(last):
-            return ValueKind.SCHEDULER
-        if OPTIMIZER_NAME.search(last):
-            return ValueKind.OPTIMIZER
-        if MODEL_NAME.search(last):
-            return ValueKind.MODEL
-        return None
+        # memoised by name: rules ask about every call's callee, and `kinds` is complete once
+        # build_semantics returns (nothing changes it afterwards)
+        cache = self._kind_cache
+        if dotted in cache:
+            return cache[dotted]
+        found = self.kinds.get(dotted)
+        if found is None:
+            last = dotted.rsplit(".", 1)[-1]
+            if SCHEDULER_NAME.search(last):
+                found = ValueKind.SCHEDULER
+            elif OPTIMIZER_NAME.search(last):
+                found = ValueKind.OPTIMIZER
+            elif MODEL_NAME.search(last):
+                found = ValueKind.MODEL
+        cache[dotted] = found
+        return found
 
     def is_optimizer(self, node: ast.AST) -> bool:
         return self.kind_of(node) is ValueKind.OPTIMIZER
@@ -275,9 +287,13 @@ def build_semantics(tree: ast.Module) -> Semantics:
     # Each entry carries the scope whose local data flow sees the node: the module, a function
     # body, or None inside a class body, a lambda, or a function's header.
     stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, tree)]
+    pop = stack.pop
     while stack:
-        node, scope = stack.pop()
+        node, scope = pop()
         kind = type(node)
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _child_fields(kind)
         if kind is ast.Call:
             calls.append(node)  # type: ignore[arg-type]
             func = node.func  # type: ignore[attr-defined]
@@ -307,7 +323,23 @@ def build_semantics(tree: ast.Module) -> Semantics:
             loops.append(node)  # type: ignore[arg-type]
         elif kind is ast.Import or kind is ast.ImportFrom:
             imports.append(node)  # type: ignore[arg-type]
-        _push_children(node, scope, stack, parents)
+        if not fields:
+            continue  # Name, Constant, operators, aliases: nothing below them
+        # `_push_children` inlined: this loop runs once per node of the file
+        children: list[tuple[ast.AST, ast.AST | None]] = []
+        append = children.append
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        parents[item] = node
+                        append((item, scope))
+            elif isinstance(value, ast.AST):
+                parents[value] = node
+                append((value, scope))
+        children.reverse()
+        stack.extend(children)
     # Recorded last to first: when a name is imported twice, the first import is what it means.
     for import_node in reversed(imports):
         _record_import(sem, import_node)
@@ -332,14 +364,27 @@ _BINDING_STATEMENTS = _ASSIGNMENTS | _LOOPS | {ast.With, ast.AsyncWith, ast.Name
 _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
 # Fields that never hold a child worth visiting: `ctx` is a shared Load/Store singleton.
 _SKIPPED_FIELDS = frozenset({"ctx"})
+# ASDL types of fields that hold plain values (names, strings, numbers), never nodes.
+_PRIMITIVE_TYPES = frozenset({"identifier", "string", "constant", "int"})
+_ASDL_FIELD = re.compile(r"(\w+)[?*]? (\w+)")
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that can hold child nodes, in source order. The primitive ones
+    are left out so that the walk need not look at them on every node; their types come from
+    the ASDL signature CPython puts in each node class's docstring."""
     fields = _CHILD_FIELDS.get(kind)
     if fields is None:
+        primitive = {
+            name
+            for asdl_type, name in _ASDL_FIELD.findall(kind.__doc__ or "")
+            if asdl_type in _PRIMITIVE_TYPES
+        }
         fields = _CHILD_FIELDS[kind] = tuple(
-            name for name in kind._fields if name not in _SKIPPED_FIELDS  # type: ignore[attr-defined]
+            name
+            for name in kind._fields  # type: ignore[attr-defined]
+            if name not in _SKIPPED_FIELDS and name not in primitive
         )
     return fields
 

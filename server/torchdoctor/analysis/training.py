@@ -118,11 +118,14 @@ class TrainingStructure:
     def training_loops(self) -> list[TrainingLoop]:
         """For each optimizer step, the innermost loop around it that also reaches backward()."""
         sem = self.sem
-        backward_loops = [set(map(id, sem.enclosing_loops(call))) for call in self.backward_calls]
+        # every loop around some backward(): one set, not one scan of all backward() per loop
+        backward_loops = {
+            id(loop) for call in self.backward_calls for loop in sem.enclosing_loops(call)
+        }
         loops: dict[int, TrainingLoop] = {}
         for step in self.step_calls:
             for loop in sem.enclosing_loops(step):
-                if any(id(loop) in ids for ids in backward_loops):
+                if id(loop) in backward_loops:
                     entry = loops.get(id(loop))
                     if entry is None:
                         entry = loops[id(loop)] = TrainingLoop(loop)

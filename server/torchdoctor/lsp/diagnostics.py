@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -76,9 +77,10 @@ def analyse_version(
     config: Config,
     encoding: str,
     locale: str,
+    parse: Callable[[str, str], Document] = Document.parse,
 ) -> AnalysisResult:
     started = time.perf_counter()
-    document = Document.parse(text, path)
+    document = parse(text, path)
     findings, failed = run_rules(document, config)
     mapper = PositionMapper(document.index.lines, encoding)
     diagnostics = [to_diagnostic(finding, mapper, locale) for finding in findings]

@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
+from ..analysis.incremental import IncrementalAnalyser
 from .positions import client_to_char
 
 LINE_START = re.compile(r"\r\n|\r|\n")
@@ -39,6 +40,11 @@ class OpenDocument:
     language_id: str = "python"
     # the offset at which each line starts, computed on demand and dropped on every change
     _line_starts: list[int] | None = field(default=None, repr=False)
+    # parses each version of this document again only where an edit changed it; used by the
+    # one analysis of this document that runs at a time
+    analyser: IncrementalAnalyser = field(
+        default_factory=IncrementalAnalyser, repr=False, compare=False
+    )
 
     @property
     def path(self) -> str | None:

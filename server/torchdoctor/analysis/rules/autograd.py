@@ -4,6 +4,7 @@ and loss tensors kept alive across iterations."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from ..call_edits import add_keyword, remove_arguments
@@ -223,6 +224,8 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
     definition = flow.reaching(receiver.id, call)
     if definition is None or not _is_computed(definition):
         return None
+    if _is_engine_backward(receiver, definition, call):
+        return None
     loop = loops[0]
     if any(sem.in_loop(d.node, loop) or d.node is loop for d in flow.definitions[receiver.id]):
         return None
@@ -234,6 +237,23 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
         'through the graph a second time"; compute the loss inside the loop'
     )
     return ctx.finding("TD103", call, message)
+
+
+ENGINE_NAME = re.compile(r"accelerat|fabric|engine|deepspeed", re.IGNORECASE)
+FACTORY_PREFIXES = ("create_", "build_", "make_", "get_", "load_", "init_", "setup_")
+
+
+def _is_engine_backward(receiver: ast.Name, definition: Definition, call: ast.Call) -> bool:
+    """`accelerator.backward(loss)`, `fabric.backward(loss)`, `engine.backward(loss)`: the
+    receiver is a training object built once (`Accelerator()`), and the loss is the argument."""
+    value = definition.value
+    if isinstance(value, ast.Call):
+        callee = value.func.attr if isinstance(value.func, ast.Attribute) else None
+        if isinstance(value.func, ast.Name):
+            callee = value.func.id
+        if callee is not None and callee[:1].isupper():
+            return True  # an object from a class, not a tensor with a graph
+    return bool(call.args) and ENGINE_NAME.search(receiver.id) is not None
 
 
 def _is_computed(definition: Definition) -> bool:
@@ -303,9 +323,11 @@ def _is_forward_output(ctx: RuleContext, definition: Definition) -> bool:
         value = value.func.value  # `model(x).view(-1)` → the model call
     if not isinstance(value, ast.Call):
         return False
+    dotted = ctx.sem.dotted(value.func)
+    if dotted is not None and dotted.rsplit(".", 1)[-1].startswith(FACTORY_PREFIXES):
+        return False  # `eva = create_model(...)` builds a model; it has no graph
     if ctx.sem.kind_of(value.func) is ValueKind.MODEL:
         return True
-    dotted = ctx.sem.dotted(value.func)
     return dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1
 
 
@@ -402,15 +424,22 @@ def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[st
     names: set[str] = set()
     for call in backward_calls:
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
-        nodes = (
-            ast.walk(receiver)
-            if receiver is not None
-            else (n for a in call.args for n in ast.walk(a))
-        )
-        for node in nodes:
-            dotted = sem.dotted(node)
-            if dotted is not None:
-                names.add(dotted)
+        roots = [receiver, *call.args] if receiver is not None else list(call.args)
+        # `accelerator.backward(loss)` takes the loss as an argument; `loss = losses[i]` in a
+        # later loop back-propagates what the list kept: follow names to their definitions.
+        pending: list[tuple[ast.AST, int]] = [(root, 0) for root in roots]
+        flow = None
+        while pending:
+            root, depth = pending.pop()
+            for node in ast.walk(root):
+                dotted = sem.dotted(node)
+                if dotted is not None:
+                    names.add(dotted)
+                if depth < 2 and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    flow = flow or flow_of(sem, function_scope(sem, call))
+                    definition = flow.reaching(node.id, call)
+                    if definition is not None and definition.value is not None:
+                        pending.append((definition.value, depth + 1))
     return names
 
 

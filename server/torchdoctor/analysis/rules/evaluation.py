@@ -116,7 +116,12 @@ def is_model_value(sem: Semantics, node: ast.AST) -> bool:
         return False
     if "." in dotted and not dotted.startswith("self."):
         return sem.kinds.get(dotted) is ValueKind.MODEL
+    if dotted.rsplit(".", 1)[-1].startswith(FACTORY_PREFIXES) and dotted not in sem.kinds:
+        return False  # `create_test_data_for_model(...)`, `build_model(cfg)`: a function
     return sem.kind_of(node) is ValueKind.MODEL
+
+
+FACTORY_PREFIXES = ("create_", "build_", "make_", "get_", "load_", "init_", "setup_")
 
 
 def facts_of(ctx: RuleContext) -> EvaluationFacts:

@@ -101,7 +101,12 @@ def _training_loops(ctx: RuleContext) -> list[Loop]:
 
 def _step_loop(ctx: RuleContext, node: ast.AST) -> Loop | None:
     """The training loop `node` runs in on every iteration, if any."""
-    training = {id(loop) for loop in _training_loops(ctx)}
+    # asked for every call in a loop: the set is built once per analysis
+    training = ctx.sem.derived.get("layout:training_loop_ids")
+    if training is None:
+        training = ctx.sem.derived["layout:training_loop_ids"] = {
+            id(loop) for loop in _training_loops(ctx)
+        }
     if not training:
         return None
     for loop in ctx.sem.enclosing_loops(node):
