@@ -2316,10 +2316,29 @@ def isolated_probe(request: ProbeRequest) -> Iterator[None]:
 def kill_leftover_processes() -> None:
     """Kill what the user's code started and left running (a DataLoader worker, a child that
     sleeps): it shares this process's group, and in a warm worker it would outlive the probe
-    that started it. Only when this process leads its own group (the client starts it so)."""
+    that started it. Only when this process leads its own group (the client starts it so).
+    One scan of /proc can miss a process forked while it runs (an orphan's parent forking it),
+    so scans repeat until one finds nothing alive."""
     me, group = os.getpid(), os.getpgrp()
     if group != me or not os.path.isdir("/proc"):
         return
+    for _ in range(200):
+        killed = 0
+        for pid in _group_members(group, me):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:  # reap our own children: no zombies
+                pass
+        if not killed:
+            return
+        time.sleep(0.005)
+
+
+def _group_members(group: int, me: int) -> list[int]:
+    """Live (not zombie) processes of process group `group`, other than `me`."""
+    members = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
@@ -2329,12 +2348,9 @@ def kill_leftover_processes() -> None:
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[-1].split()  # the command name may hold spaces and ")"
-        if len(fields) > 2 and fields[2] == str(group):
-            with contextlib.suppress(OSError):
-                os.kill(int(entry), signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:  # reap our own children: no zombies
-            pass
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] not in ("Z", "X"):
+            members.append(int(entry))
+    return members
 
 
 def run_request(request: ProbeRequest, events: EventStream) -> bool:
