@@ -281,25 +281,35 @@ def summary_table(report: ProbeReport) -> Table:
 
 def modules_table(report: ProbeReport) -> Table:
     table = Table(title="Modules", title_justify="left", expand=False)
-    table.add_column("module", no_wrap=True)
-    table.add_column("type", no_wrap=True)
-    table.add_column("output shape", no_wrap=True)
-    table.add_column("params", justify="right")
-    table.add_column("forward", justify="right", no_wrap=True)
-    table.add_column("FLOPs", justify="right", no_wrap=True)
-    table.add_column("line", justify="right")
-    shown = [row for row in report.modules if row.depth <= MODULE_DEPTH]
-    for row in shown[:MODULE_ROWS]:
+    shown = [row for row in report.modules if row.depth <= MODULE_DEPTH][:MODULE_ROWS]
+    rows = []
+    for row in shown:
         label = "  " * row.depth + (row.name.rsplit(".", 1)[-1] if row.name else report.target)
-        table.add_row(
-            escape(label),
-            row.type,
-            shape_text(row.output_shapes),
-            f"{row.params:,}",
-            fmt_ms(row.forward_ms),
-            fmt_count(row.flops),
-            line_in(report, row.file, row.line),
+        rows.append(
+            (
+                escape(label),
+                row.type,
+                shape_text(row.output_shapes),
+                f"{row.params:,}",
+                fmt_ms(row.forward_ms),
+                fmt_count(row.flops),
+                line_in(report, row.file, row.line),
+            )
         )
+
+    def width(column: int, header: str) -> int:
+        return max([len(header), *(len(cells[column]) for cells in rows)])
+
+    # On a narrow terminal the names and types give way; a shape or a figure is never cut short.
+    table.add_column("module", overflow="fold")
+    table.add_column("type", overflow="fold")
+    for column, header in enumerate(
+        ("output shape", "params", "forward", "FLOPs", "line"), start=2
+    ):
+        justify = "left" if column == 2 else "right"
+        table.add_column(header, justify=justify, no_wrap=True, min_width=width(column, header))
+    for cells in rows:
+        table.add_row(*cells)
     hidden = len(report.modules) - min(len(shown), MODULE_ROWS)
     if hidden > 0:
         table.caption = f"{hidden} deeper or further modules not shown (--json has them all)"
