@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)"
     )
+    check.add_argument(
+        "--python",
+        metavar="PATH",
+        help="interpreter whose installed torch decides version-dependent rules when the "
+        "configuration sets no target-torch (default: this Python)",
+    )
     check.add_argument("--no-color", action="store_true", help="plain text output")
     check.add_argument("--quiet", "-q", action="store_true", help="findings only, no summary")
 

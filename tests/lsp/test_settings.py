@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from lsprotocol import types
 
+from ..test_torch_install import BARE_LOAD, make_old_torch_python
 from .conftest import (
     codes,
     engine_codes,
@@ -177,3 +178,24 @@ async def test_a_bad_pyproject_entry_is_reported_and_the_rest_applies(lsp, tmp_p
     assert codes(published.diagnostics) == engine_codes(TRAINING_LOOPS, {"ignore": ["TD104"]})
     message = await wait_until(lambda: client.messages)
     assert "selekt" in message[0].message and "pyproject.toml" in message[0].message
+
+
+async def test_version_dependent_rules_follow_the_interpreters_torch(lsp, tmp_path):
+    """A bare torch.load is unsafe before torch 2.6: reported for an interpreter with torch 2.4,
+    quiet for the server's own (2.13), and `target-torch` in pyproject.toml wins over both."""
+    old_python = make_old_torch_python(tmp_path / "env")
+    client = await lsp.start(settings={"interpreter": old_python, "hoverSignatures": False})
+    uri = (tmp_path / "load.py").as_uri()
+    open_document(client, uri, BARE_LOAD)
+    assert codes((await published_for(client, uri, version=1)).diagnostics) == ["TD702"]
+
+    current = await lsp.start(settings={"hoverSignatures": False})
+    open_document(current, uri, BARE_LOAD)
+    assert codes((await published_for(current, uri, version=1)).diagnostics) == []
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.torchdoctor]\ntarget-torch = "2.13"\n')
+    pinned = (project / "load.py").as_uri()
+    open_document(client, pinned, BARE_LOAD)
+    assert codes((await published_for(client, pinned, version=1)).diagnostics) == []

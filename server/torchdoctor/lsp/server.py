@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from pygls.protocol import JsonRPCProtocol
 from .. import __version__
 from ..analysis import Config
 from ..docs import normalise_locale
+from ..torch_install import installed_torch_version
 from .code_actions import EditSupport
 from .diagnostics import AnalysisResult, analyse_version
 from .documents import DocumentStore, OpenDocument, uri_to_path
@@ -29,6 +31,7 @@ from .jedi_support import JediState, JediSupport
 from .outline import Outline, build_outline
 from .pitfall_notes import NOTES
 from .positions import UTF16
+from .probe_bridge import probe_interpreter
 from .probe_state import ProbeState
 from .project_config import ProjectConfigs, effective_config
 from .protocol import TorchDoctorProtocol
@@ -212,7 +215,13 @@ class TorchDoctorServer(LanguageServer):
         project = self.project_configs.for_file(document.path, self.root_path)
         if project.warnings:
             self.show_problems("torchdoctor: problems in [tool.torchdoctor]", project.warnings)
-        return effective_config(project, self.settings)
+        config = effective_config(project, self.settings)
+        if config.target_torch is None:
+            # version-dependent rules follow the torch installed in the user's interpreter
+            # (asked once per interpreter; torch is not imported)
+            interpreter = probe_interpreter(self.settings.interpreter)
+            config = replace(config, target_torch=installed_torch_version(interpreter))
+        return config
 
     # ---- analysis --------------------------------------------------------------------------
     def _prepare_analysis(self, uri: str) -> Any:

@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -16,6 +17,7 @@ from rich.console import Console
 from ..analysis import Config, Document, analyse, load_config
 from ..analysis.config import with_overrides
 from ..analysis.fixes import apply_fixes
+from ..torch_install import installed_torch_version
 from .files import discover
 from .formats import FileResult, render_github, render_json, render_sarif, render_text_finding
 from .source import decode_source
@@ -31,6 +33,9 @@ def run_check(args: argparse.Namespace) -> int:
     config = with_overrides(
         config, select=args.select, extend_select=args.extend_select, ignore=args.ignore
     )
+    if config.target_torch is None:
+        # version-dependent rules follow the torch that is installed where the code will run
+        config = replace(config, target_torch=installed_torch_version(args.python))
     fix_mode = "fix" if args.fix else "diff" if args.diff else None
     if args.stdin_filename is not None:
         data = sys.stdin.buffer.read()

@@ -1,0 +1,76 @@
+"""Which torch release an interpreter has installed, read from its package metadata.
+
+Rules whose truth depends on the torch version (TD702, the deprecations, the amp move) check
+against `target-torch` from the configuration, else this version, else the newest release.
+torch is never imported: that costs seconds, and the interpreter may be one torchdoctor does not
+run in (the editor's `interpreter` setting). The interpreter is asked only for its `sys.path`,
+once; its `torch-*.dist-info/METADATA` gives the version.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+
+TorchVersion = tuple[int, int]
+
+# "Version: 2.4.1+cu121" -> (2, 4)
+_VERSION_LINE = re.compile(r"^Version:\s*(\d+)\.(\d+)", re.MULTILINE)
+_ASK_TIMEOUT_S = 10
+
+
+def installed_torch_version(interpreter: str | None = None) -> TorchVersion | None:
+    """The (major, minor) torch release of `interpreter` (None: the running one), or None when
+    it has no torch or cannot be asked."""
+    if interpreter is None or _same_interpreter(interpreter):
+        return torch_version_in(sys.path)
+    return _version_of_interpreter(str(Path(interpreter).absolute()))
+
+
+def torch_version_in(search_path: Iterable[str]) -> TorchVersion | None:
+    """The version of the first torch distribution on `search_path`, as import would find it."""
+    for entry in search_path:
+        folder = Path(entry or ".")
+        try:
+            candidates = sorted(folder.glob("torch-*.dist-info"))
+        except OSError:
+            continue
+        for dist_info in candidates:
+            try:
+                metadata = (dist_info / "METADATA").read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            match = _VERSION_LINE.search(metadata)
+            if match:
+                return int(match.group(1)), int(match.group(2))
+    return None
+
+
+def _same_interpreter(interpreter: str) -> bool:
+    try:
+        return Path(interpreter).resolve() == Path(sys.executable).resolve()
+    except OSError:
+        return False
+
+
+@lru_cache(maxsize=8)
+def _version_of_interpreter(interpreter: str) -> TorchVersion | None:
+    try:
+        completed = subprocess.run(
+            [interpreter, "-c", "import json, sys; print(json.dumps(sys.path))"],
+            capture_output=True,
+            text=True,
+            timeout=_ASK_TIMEOUT_S,
+            check=True,
+        )
+        search_path = json.loads(completed.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+    if not isinstance(search_path, list):
+        return None
+    return torch_version_in(str(entry) for entry in search_path)
