@@ -34,6 +34,14 @@ class RuleContext:
         span = node if isinstance(node, Span) else self.doc.span_of(node)
         return Edit(span, content)
 
+    def operand_source(self, node: ast.AST) -> str:
+        """The source of `node`, parenthesised unless it is a name, attribute, call, subscript
+        or constant: text that stays one operand wherever a fix puts it."""
+        text = self.doc.source_of(node)
+        if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript | ast.Constant):
+            return text
+        return f"({text})"
+
     def insert_before(self, node: ast.AST, content: str) -> Edit:
         span = self.doc.span_of(node)
         return Edit(Span(span.start_line, span.start_col, span.start_line, span.start_col), content)

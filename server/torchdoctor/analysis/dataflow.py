@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .semantics import FUNCTION_NODES, Semantics
+from .semantics import FUNCTION_NODES, Semantics, dotted_name, position
 
 # Calls whose result has no autograd history: following a value through them stops there.
 GRAPH_CUTTING_METHODS = frozenset({"item", "detach", "tolist", "numpy", "detach_"})
@@ -35,7 +35,7 @@ class ScopeFlow:
         """The last binding of `name` in effect where `at` starts (in source order). A node
         inside an assignment sees the binding before it: in `y = y.t()` the right `y` is the
         earlier one, whether `at` is that `y` or the whole statement."""
-        point = _position(at)
+        point = position(at)
         best = None
         for definition in self.definitions.get(name, []):
             if definition.position >= point:
@@ -45,7 +45,7 @@ class ScopeFlow:
         return best
 
     def bindings_between(self, name: str, start: ast.AST, end: ast.AST) -> list[Definition]:
-        low, high = _position(start), _position(end)
+        low, high = position(start), position(end)
         return [d for d in self.definitions.get(name, []) if low < d.position < high]
 
 
@@ -94,13 +94,13 @@ def _build_flow(scope: ast.AST, statements: list[ast.AST]) -> ScopeFlow:
     ) -> None:
         if isinstance(target, ast.Name):
             flow.definitions.setdefault(target.id, []).append(
-                Definition(target.id, statement, value, _position(statement), visible_from)
+                Definition(target.id, statement, value, position(statement), visible_from)
             )
         elif isinstance(target, ast.Attribute | ast.Subscript):
-            dotted = _dotted(target)
+            dotted = dotted_name(target)
             if dotted is not None:
                 flow.definitions.setdefault(dotted, []).append(
-                    Definition(dotted, statement, value, _position(statement), visible_from)
+                    Definition(dotted, statement, value, position(statement), visible_from)
                 )
         elif isinstance(target, ast.Tuple | ast.List):
             for element in target.elts:
@@ -122,7 +122,7 @@ def _build_flow(scope: ast.AST, statements: list[ast.AST]) -> ScopeFlow:
     for node in statements:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             # the name is usable from the header on (a method may call its own class)
-            bind(ast.Name(id=node.name), node, None, _position(node))
+            bind(ast.Name(id=node.name), node, None, position(node))
         elif isinstance(node, ast.Assign):
             for target in node.targets:
                 bind(target, node, node.value, _end(node))
@@ -162,21 +162,6 @@ def names_with_history(expr: ast.AST) -> list[ast.Name]:
             found.append(node)
         stack.extend(ast.iter_child_nodes(node))
     return found
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _position(node: ast.AST) -> tuple[int, int]:
-    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
 def _end(node: ast.AST) -> tuple[int, int]:

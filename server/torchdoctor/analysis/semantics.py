@@ -98,6 +98,7 @@ class Semantics:
     _function_cache: dict[int, Function | None] = field(default_factory=dict)
     _kind_cache: dict[str, ValueKind | None] = field(default_factory=dict)
     _qualname_cache: dict[str, str | None] = field(default_factory=dict)
+    _assigned_values: dict[str, list[ast.expr]] | None = None
     # facts derived on demand by shared helpers (training structure, data flow), per version
     derived: dict[str, Any] = field(default_factory=dict)
 
@@ -114,15 +115,7 @@ class Semantics:
         cache = self._dotted_cache
         if key in cache:
             return cache[key]
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        found = None
-        if isinstance(node, ast.Name):
-            parts.append(node.id)
-            found = ".".join(reversed(parts))
-        cache[key] = found
+        found = cache[key] = dotted_name(node)
         return found
 
     def qualname(self, node: ast.AST) -> str | None:
@@ -143,6 +136,31 @@ class Semantics:
 
     def call_qualname(self, call: ast.Call) -> str | None:
         return self.qualname(call.func)
+
+    def name_bound_to(self, target: str, *, plain_first: bool = False) -> str | None:
+        """The name an import binds to exactly `target`: the first in `imports` (which is not
+        source order), or with `plain_first` the target's own name when it is bound to it
+        (`torch` rather than the `T` of an `import torch as T` beside `import torch`)."""
+        imports = self.imports
+        if plain_first and imports.get(target) == target:
+            return target
+        for name, bound in imports.items():
+            if bound == target:
+                return name
+        return None
+
+    def spelling(self, qualname: str) -> str | None:
+        """Source text that names `qualname` through this file's imports, for a fix to write:
+        the name imported for it, else the nearest imported package and the rest
+        (`nn.ModuleList`, then `torch.nn.ModuleList`); None when no import reaches it."""
+        module = qualname
+        while True:
+            name = self.name_bound_to(module)
+            if name is not None:
+                return name + qualname[len(module) :]
+            module, dot, _ = module.rpartition(".")
+            if not dot:
+                return None
 
     def is_torch_name(self, node: ast.AST, *qualnames: str) -> bool:
         return self.qualname(node) in qualnames
@@ -255,6 +273,22 @@ class Semantics:
                 found = ValueKind.MODEL
         cache[dotted] = found
         return found
+
+    def assigned_values(self, dotted: str) -> list[ast.expr]:
+        """Every value assigned to a dotted name anywhere in the file (`self.scheduler` → its
+        calls), augmented assignments left out. The index is built on the first question."""
+        index = self._assigned_values
+        if index is None:
+            index = self._assigned_values = {}
+            for assign in self.assigns:
+                if isinstance(assign, ast.AugAssign) or assign.value is None:
+                    continue
+                targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+                for target in targets:
+                    name = self.dotted(target)
+                    if name is not None:
+                        index.setdefault(name, []).append(assign.value)
+        return index.get(dotted, [])
 
     def is_optimizer(self, node: ast.AST) -> bool:
         return self.kind_of(node) is ValueKind.OPTIMIZER
@@ -418,8 +452,22 @@ def _start(node: ast.AST) -> tuple[int, int]:
     return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
-def _position(node: ast.AST) -> tuple[int, int]:
+def position(node: ast.AST) -> tuple[int, int]:
+    """Where a node starts, (0, 0) for one without a position: the key of source order."""
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """`a.b.c` for an attribute chain that starts at a name; else None (not memoised: use
+    `Semantics.dotted` for nodes of the analysed tree)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _record_import(sem: Semantics, node: ast.Import | ast.ImportFrom) -> None:

@@ -7,10 +7,32 @@ import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .semantics import Function, Loop, Semantics, ValueKind, is_zeroing
+from .semantics import (
+    FUNCTION_NODES,
+    LOOP_NODES,
+    Function,
+    Loop,
+    Semantics,
+    ValueKind,
+    dotted_name,
+    is_zeroing,
+    position,
+)
 
 ZEROING_ATTRS = ("zero_", "fill_", "detach_", "mul_")
 EXIT_STATEMENTS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+# Below these, code may not run on every pass through the loop around them: a branch, an
+# `except:`, a short-circuit, a comprehension, a nested function or class.
+BRANCH_NODES = (
+    ast.If,
+    ast.IfExp,
+    ast.Match,
+    ast.ExceptHandler,
+    ast.BoolOp,
+    ast.comprehension,
+    *FUNCTION_NODES,
+)
+_BRANCH_AND_LOOP_NODES = (*BRANCH_NODES, *LOOP_NODES)
 
 
 @dataclass
@@ -40,7 +62,7 @@ class TrainingStructure:
     def backward_calls(self) -> list[ast.Call]:
         calls = [c for c in self.sem.method_calls("backward") if is_backward_call(self.sem, c)]
         calls.extend(self.sem.calls_to("torch.autograd.backward"))
-        return sorted(calls, key=_position)
+        return sorted(calls, key=position)
 
     @cached_property
     def step_calls(self) -> list[ast.Call]:
@@ -59,7 +81,7 @@ class TrainingStructure:
         for assign in sem.assigns:
             if not isinstance(assign, ast.AugAssign) and is_zeroing(sem, assign):
                 nodes.append(assign)
-        return sorted(nodes, key=_position)
+        return sorted(nodes, key=position)
 
     @cached_property
     def zeroing_functions(self) -> set[str]:
@@ -135,14 +157,14 @@ class TrainingStructure:
         for entry in loops.values():
             entry.backward_calls = list(backward_by_loop.get(id(entry.loop), []))  # type: ignore[arg-type]
             entry.zeroing = self.zeroing_in(entry.loop)
-        return sorted(loops.values(), key=lambda entry: _position(entry.loop))
+        return sorted(loops.values(), key=lambda entry: position(entry.loop))
 
     def loops_with_backward(self) -> list[Loop]:
         seen: dict[int, Loop] = {}
         for call in self.backward_calls:
             for loop in self.sem.enclosing_loops(call):
                 seen.setdefault(id(loop), loop)
-        return sorted(seen.values(), key=_position)
+        return sorted(seen.values(), key=position)
 
 
 def _called_name(call: ast.Call) -> str | None:
@@ -181,35 +203,16 @@ def step_target_name(call: ast.Call) -> str | None:
     func = call.func
     if not isinstance(func, ast.Attribute):
         return None
-    receiver = _dotted(func.value)
+    receiver = dotted_name(func.value)
     if call.args and receiver is not None and "scaler" in receiver.lower():
-        return _dotted(call.args[0])
+        return dotted_name(call.args[0])
     return receiver
 
 
 def zeroing_receiver(node: ast.AST) -> str | None:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return _dotted(node.func.value)
+        return dotted_name(node.func.value)
     return None
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _position(node: ast.AST) -> tuple[int, int]:
-    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-
-
-def position(node: ast.AST) -> tuple[int, int]:
-    return _position(node)
 
 
 def statement_list_of(sem: Semantics, statement: ast.stmt) -> list[ast.stmt] | None:
@@ -242,6 +245,21 @@ def exits_after(sem: Semantics, statement: ast.stmt) -> bool:
             cache[id(member)] = position < last_exit
         exits = cache[id(statement)]
     return exits
+
+
+def runs_every_iteration(
+    sem: Semantics, node: ast.AST, loop: ast.AST, *, inner_loops_conditional: bool
+) -> bool:
+    """True when nothing between `node` and `loop` makes it conditional (an `if`, an `except:`,
+    a short-circuit; an inner loop too with `inner_loops_conditional`, since it may run zero
+    times): it runs on every iteration that gets that far."""
+    conditional = _BRANCH_AND_LOOP_NODES if inner_loops_conditional else BRANCH_NODES
+    for ancestor in sem.ancestors(node):
+        if ancestor is loop:
+            return True
+        if isinstance(ancestor, conditional):
+            return False
+    return False
 
 
 def in_exclusive_branches(sem: Semantics, first: ast.AST, second: ast.AST) -> bool:

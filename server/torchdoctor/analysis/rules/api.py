@@ -123,16 +123,6 @@ _REFERENCED_NAMES = frozenset(
 
 
 # ---- shared helpers ----------------------------------------------------------------------------
-def _torch_root(sem: Semantics) -> str | None:
-    """A name this file binds to the `torch` module, preferring `torch` itself."""
-    if sem.imports.get("torch") == "torch":
-        return "torch"
-    for name, target in sem.imports.items():
-        if target == "torch":
-            return name
-    return None
-
-
 def _spell(sem: Semantics, node: ast.AST, target: str) -> str | None:
     """Source text naming `target`, through the alias `node` already uses (`F.upsample` →
     `F.interpolate`) or else through this file's own `torch` import."""
@@ -155,7 +145,7 @@ def _spell(sem: Semantics, node: ast.AST, target: str) -> str | None:
         name = best[2]
         return name + target[len(sem.imports[name]) :]
     if target.startswith("torch."):
-        root = _torch_root(sem)
+        root = sem.name_bound_to("torch", plain_first=True)
         if root is not None:
             return root + target[len("torch") :]
     return None
@@ -1426,7 +1416,7 @@ def transforms_v2_to_tensor(ctx: RuleContext) -> Iterator[Finding]:
 def _to_tensor_fix(ctx: RuleContext, call: ast.Call) -> Fix | None:
     if call.args or call.keywords or not isinstance(call.func, ast.Attribute):
         return None
-    torch_root = _torch_root(ctx.sem)
+    torch_root = ctx.sem.name_bound_to("torch", plain_first=True)
     if torch_root is None:
         return None
     prefix = ctx.doc.source_of(call.func.value)
@@ -1671,7 +1661,7 @@ def torchvision_module_alias(ctx: RuleContext) -> Iterator[Finding]:
 )
 def unseeded_training(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    torch_root = _torch_root(sem)
+    torch_root = sem.name_bound_to("torch", plain_first=True)
     if torch_root is None and not any(t.startswith("torch.") for t in sem.imports.values()):
         return
     loop = _first_training_loop(sem)

@@ -513,39 +513,7 @@ def _computes_loss(ctx: RuleContext, value: ast.AST) -> bool:
 import re  # noqa: E402
 
 from ..findings import Edit, Span  # noqa: E402
-from ..semantics import FUNCTION_NODES, LOOP_NODES  # noqa: E402
-from ..training import statement_list_of  # noqa: E402
-
-# Nodes below which code may not run on every pass through the block that holds them.
-CONDITIONAL_NODES = (
-    ast.If,
-    ast.IfExp,
-    ast.Match,
-    ast.ExceptHandler,
-    ast.BoolOp,
-    ast.comprehension,
-    *LOOP_NODES,
-    *FUNCTION_NODES,
-)
-
-
-def _torch_alias(ctx: RuleContext) -> str | None:
-    """The name the document binds the `torch` module to (`torch`, `T`), if any."""
-    names = [name for name, target in ctx.sem.imports.items() if target == "torch"]
-    if "torch" in names:
-        return "torch"
-    return names[0] if names else None
-
-
-def _runs_every_iteration(ctx: RuleContext, node: ast.AST, loop: ast.AST) -> bool:
-    """True when nothing between `node` and `loop` makes it conditional (an `if`, an inner loop,
-    an `except:`, a short-circuit): it runs on every iteration that gets that far."""
-    for ancestor in ctx.sem.ancestors(node):
-        if ancestor is loop:
-            return True
-        if isinstance(ancestor, CONDITIONAL_NODES):
-            return False
-    return False
+from ..training import runs_every_iteration, statement_list_of  # noqa: E402
 
 
 def _statement_in_block(ctx: RuleContext, node: ast.AST, block: list[ast.stmt]) -> ast.stmt | None:
@@ -912,7 +880,7 @@ def _no_grad_fix(
     ctx: RuleContext, statement: ast.stmt, data: ast.Attribute, form: str
 ) -> Fix | None:
     """`p.data.mul_(d)` → `with torch.no_grad():` + `p.mul_(d)` (one-line statements only)."""
-    alias = _torch_alias(ctx)
+    alias = ctx.sem.name_bound_to("torch", plain_first=True)
     if alias is None or form == "assign" or not ctx.is_single_line_statement(statement):
         return None  # `x.data = y` rebinds the storage: no mechanical equivalent
     if not isinstance(statement, ast.Expr | ast.Assign | ast.AugAssign):
@@ -963,7 +931,7 @@ def step_before_backward(ctx: RuleContext) -> Iterator[Finding]:
         for step in entry.step_calls:
             if step.args and "scaler" not in (sem.dotted(step.func.value) or "").lower():  # type: ignore[attr-defined]
                 continue  # `optimizer.step(closure)` computes its own gradients
-            if not _runs_every_iteration(ctx, step, entry.loop):
+            if not runs_every_iteration(sem, step, entry.loop, inner_loops_conditional=True):
                 continue  # `if i % k == 0: opt.step()` at the top of an accumulation loop
             before = [b for b in entry.backward_calls if position(b) < position(step)]
             after = [
@@ -1037,7 +1005,7 @@ def _is_torch_scheduler(ctx: RuleContext, receiver: ast.AST) -> bool:
     dotted = ctx.sem.dotted(receiver)
     if dotted is None:
         return False
-    values = _assigned_values(ctx).get(dotted, [])
+    values = ctx.sem.assigned_values(dotted)
     if not values:
         # a parameter or attribute set elsewhere, named like a scheduler
         return ctx.sem.kind_of(receiver) is ValueKind.SCHEDULER
@@ -1050,24 +1018,6 @@ def _is_torch_scheduler(ctx: RuleContext, receiver: ast.AST) -> bool:
         if qualname.startswith(("transformers.", "diffusers.")) and "schedul" not in qualname:
             return False
     return True
-
-
-def _assigned_values(ctx: RuleContext) -> dict[str, list[ast.expr]]:
-    """Every value assigned to each dotted name in the file (`self.scheduler` → [calls]).
-    Core candidate: the layout rules build the same index under the same key."""
-    index = ctx.sem.derived.get("assigned_values_by_dotted")
-    if index is None:
-        index = {}
-        for assign in ctx.sem.assigns:
-            if isinstance(assign, ast.AugAssign) or assign.value is None:
-                continue
-            targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
-            for target in targets:
-                dotted = ctx.sem.dotted(target)
-                if dotted is not None:
-                    index.setdefault(dotted, []).append(assign.value)
-        ctx.sem.derived["assigned_values_by_dotted"] = index
-    return index
 
 
 def _optimizer_steps_after(

@@ -298,6 +298,17 @@ def _rank_comparison(left: ast.AST, op: ast.cmpop, right: ast.AST) -> str | None
     return None
 
 
+def _rank_branches(node: ast.If) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """The branches of an `if` that only rank 0 runs and that only the other ranks run (both
+    empty when its test does not tell the ranks apart)."""
+    test = _rank_test(node.test)
+    if test == "main":
+        return node.body, node.orelse
+    if test == "other":
+        return node.orelse, node.body
+    return [], []
+
+
 def _exits(block: list[ast.stmt]) -> bool:
     if not block:
         return False
@@ -326,10 +337,8 @@ class _RankGuards:
             if isinstance(child, ast.stmt) and self._other_ranks_left_before(child):
                 return True
             if isinstance(ancestor, ast.If):
-                test = _rank_test(ancestor.test)
-                if child in ancestor.body and test == "main":
-                    return True
-                if child in ancestor.orelse and test == "other":
+                rank_zero_only, _ = _rank_branches(ancestor)
+                if child in rank_zero_only:
                     return True
             if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
                 return self._helper_for_rank_zero(ancestor)
@@ -347,10 +356,8 @@ class _RankGuards:
         for earlier in block[: block.index(statement)]:
             if not isinstance(earlier, ast.If):
                 continue
-            test = _rank_test(earlier.test)
-            if test == "other" and _exits(earlier.body):
-                return True
-            if test == "main" and _exits(earlier.orelse):
+            _, other_ranks_only = _rank_branches(earlier)
+            if _exits(other_ranks_only):
                 return True
         return False
 
@@ -420,23 +427,12 @@ def _calls_method_of(sem: Semantics, call: ast.Call, cls: ast.ClassDef) -> bool:
     return class_of_instance(sem, func.value.id, call) is cls
 
 
-def distributed_module_name(sem: Semantics) -> str | None:
-    """How this file reaches `torch.distributed`: `dist`, `torch.distributed`, or None."""
-    for alias, target in sem.imports.items():
-        if target == "torch.distributed":
-            return alias
-    for alias, target in sem.imports.items():
-        if target == "torch":
-            return f"{alias}.distributed"
-    return None
-
-
 def _guard_fix(ctx: RuleContext, save: ast.Call) -> Fix | None:
     sem = ctx.sem
     statement = sem.parent(save)
     if not isinstance(statement, ast.Expr) or not ctx.statement_owns_lines(statement):
         return None
-    dist = distributed_module_name(sem)
+    dist = sem.spelling("torch.distributed")
     if dist is None:
         return None
     doc = ctx.doc
@@ -546,16 +542,12 @@ def _is_iterable_dataset_class(sem: Semantics, func: ast.AST) -> bool:
 
 
 def _distributed_sampler_name(sem: Semantics) -> str | None:
-    best: tuple[int, str] | None = None
-    for alias, target in sem.imports.items():
-        if target == "torch.utils.data.distributed":
-            return f"{alias}.DistributedSampler"
-        if target in ("torch", "torch.utils", "torch.utils.data"):
-            rest = "torch.utils.data.DistributedSampler"[len(target) :]
-            candidate = (len(target), f"{alias}{rest}")
-            if best is None or candidate[0] > best[0]:
-                best = candidate
-    return best[1] if best else None
+    # through a package, the re-export `torch.utils.data.DistributedSampler` is the short name;
+    # a file that imports the sampler class itself never reaches the fix (_shards_data)
+    module = sem.name_bound_to("torch.utils.data.distributed")
+    if module is not None:
+        return f"{module}.DistributedSampler"
+    return sem.spelling("torch.utils.data.DistributedSampler")
 
 
 def _sampler_fix(ctx: RuleContext, call: ast.Call, args: Arguments) -> Fix | None:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..context import RuleContext
+from ..dataflow import flow_of, names_with_history
 from ..findings import Edit, Finding, Fix, Severity, Span, rule
 from ..semantics import FUNCTION_NODES, Function, Loop, Semantics, ValueKind
 from ..training import exits_after, position, training_of
@@ -118,10 +119,58 @@ def is_model_value(sem: Semantics, node: ast.AST) -> bool:
         return sem.kinds.get(dotted) is ValueKind.MODEL
     if dotted.rsplit(".", 1)[-1].startswith(FACTORY_PREFIXES) and dotted not in sem.kinds:
         return False  # `create_test_data_for_model(...)`, `build_model(cfg)`: a function
-    return sem.kind_of(node) is ValueKind.MODEL
+    return sem.kind_of(node) is ValueKind.MODEL and not _bound_to_helper_object(sem, dotted)
 
 
 FACTORY_PREFIXES = ("create_", "build_", "make_", "get_", "load_", "init_", "setup_")
+# transformers classes that are models; the package's other callables (StoppingCriteriaList,
+# LogitsProcessorList, tokenizers, pipelines) are not modules with a train/eval mode
+TRANSFORMERS_MODEL = re.compile(r"Model|For[A-Z]|Backbone")
+
+
+def _bound_to_helper_object(sem: Semantics, dotted: str) -> bool:
+    """Every object the file assigns to `dotted` is a transformers helper, not a model."""
+    key = f"evaluation:helper-object:{dotted}"
+    cached = sem.derived.get(key)
+    if cached is not None:
+        return cached
+    helper = False
+    for assign in sem.assigns:
+        if not isinstance(assign, ast.Assign) or not isinstance(assign.value, ast.Call):
+            continue
+        if not any(sem.dotted(target) == dotted for target in assign.targets):
+            continue
+        qualname = sem.qualname(assign.value.func) or ""
+        if not qualname.startswith("transformers."):
+            helper = False
+            break
+        parts = qualname.split(".")
+        name = parts[-2] if parts[-1].startswith("from_") and len(parts) > 2 else parts[-1]
+        if TRANSFORMERS_MODEL.search(name):
+            helper = False
+            break
+        helper = True
+    sem.derived[key] = helper
+    return helper
+
+
+# frameworks whose forward passes record no graph unless asked (autograd.record(),
+# GradientTape, jax.grad) and whose models have no train/eval mode switched by eval()
+OTHER_FRAMEWORKS = frozenset(
+    {"mxnet", "tensorflow", "keras", "tf_keras", "jax", "flax", "haiku", "equinox", "mindspore"}
+)
+
+
+def other_framework_only(sem: Semantics) -> bool:
+    """The file imports one of OTHER_FRAMEWORKS and nothing from torch: its `net(x)` loops
+    follow that framework's rules, not the ones TD401 and TD402 describe."""
+    cached = sem.derived.get("evaluation:other-framework")
+    if cached is None:
+        targets = [target.split(".", 1)[0] for target in sem.imports.values()]
+        cached = sem.derived["evaluation:other-framework"] = any(
+            t in OTHER_FRAMEWORKS for t in targets
+        ) and not any(t == "torch" for t in targets)
+    return cached
 
 
 def facts_of(ctx: RuleContext) -> EvaluationFacts:
@@ -204,6 +253,8 @@ def facts_of(ctx: RuleContext) -> EvaluationFacts:
     for call in sorted([*mode_calls, *helper_calls], key=position):
         facts.mode_nodes.setdefault(id(_owner_scope(sem, call)), []).append(call)
     sem.derived["evaluation:facts"] = facts
+    if other_framework_only(sem):
+        return facts
     by_loop: dict[int, EvaluationLoop] = {}
     verdicts: dict[int, bool] = {}
     for call in sem.calls:
@@ -241,12 +292,68 @@ def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) ->
         return False
     if not _looks_like_evaluation(sem, loop):
         return False
-    if _in_training_step(ctx, facts, loop):
+    if _in_training_step(ctx, facts, loop) or _feeds_later_training(ctx, facts, loop):
         return False
     function = sem.enclosing_function(loop)
     if function is not None and _is_lightning_hook(sem, function):
         return False
     return function is None or not _called_in_training_step(ctx, facts, function, 0)
+
+
+CONTAINER_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "update"})
+
+
+def _feeds_later_training(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) -> bool:
+    """Forward now, backward later: a value the loop computes or collects reaches a training
+    step (`backward()`, `autograd.grad`, a training helper) after the loop in the same function,
+    so the loop's graphs are needed."""
+    sem = ctx.sem
+    function = sem.enclosing_function(loop)
+    start = position(loop)
+    later = [
+        step
+        for step in facts.training_nodes
+        if position(step) > start
+        and sem.enclosing_function(step) is function
+        and loop not in sem.enclosing_loops(step)
+    ]
+    if not later:
+        return False
+    scope: ast.AST = function if function is not None else sem.tree
+    flow = flow_of(sem, scope)
+    filled = _containers_filled_in(sem, loop)
+    for step in later:
+        pending = [(name.id, step) for name in names_with_history(step)]
+        seen: set[tuple[str, int]] = set()
+        while pending and len(seen) < 256:
+            name, at = pending.pop()
+            if (name, id(at)) in seen:
+                continue
+            seen.add((name, id(at)))
+            definition = flow.reaching(name, at)
+            if definition is None or definition.node is scope or definition.node is loop:
+                continue  # a parameter, or the loop's own data (its target)
+            if loop in sem.enclosing_loops(definition.node):
+                return True  # bound inside the loop: `total = total + loss`
+            if name in filled and definition.position < start:
+                return True  # the container the loop appends its outputs to
+            if definition.value is not None:
+                sources = names_with_history(definition.value)
+                pending.extend((source.id, definition.node) for source in sources)
+    return False
+
+
+def _containers_filled_in(sem: Semantics, loop: Loop) -> set[str]:
+    """Names the loop stores into: `outs.append(...)`, `outs[i] = ...`."""
+    names: set[str] = set()
+    for node in own_nodes(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in CONTAINER_METHODS and isinstance(node.func.value, ast.Name):
+                names.add(node.func.value.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name):
+                names.add(node.value.id)
+    return names
 
 
 def _looks_like_evaluation(sem: Semantics, loop: Loop) -> bool:
@@ -430,17 +537,6 @@ def _function_runs_without_grad(ctx: RuleContext, function: Function, depth: int
     return False
 
 
-def _torch_spelling(ctx: RuleContext, name: str) -> str | None:
-    imports = ctx.sem.imports
-    for alias, target in imports.items():
-        if target == f"torch.{name}":
-            return alias
-    for alias, target in imports.items():
-        if target == "torch":
-            return f"{alias}.{name}"
-    return None
-
-
 # ---- TD401 ---------------------------------------------------------------------------------
 @rule(
     "TD401",
@@ -474,7 +570,7 @@ def eval_without_no_grad(ctx: RuleContext) -> Iterator[Finding]:
 
 def _wrap_in_inference_mode(ctx: RuleContext, loop: Loop) -> Fix | None:
     doc = ctx.doc
-    spelled = _torch_spelling(ctx, "inference_mode")
+    spelled = ctx.sem.spelling("torch.inference_mode")
     if spelled is None or not ctx.statement_owns_lines(loop):
         return None
     span = doc.span_of(loop)
@@ -754,6 +850,8 @@ def eval_without_model_eval(ctx: RuleContext) -> Iterator[Finding]:
             continue
         call = entry.model_calls[0]
         model = sem.dotted(_model_of(call))
+        if _in_own_method(sem, loop, model):
+            continue
         if _mode_reached(ctx, loop, model, 0):
             continue
         if not any(_mode_dependent_call(ctx, c) for c in entry.model_calls):
@@ -766,6 +864,22 @@ def eval_without_model_eval(ctx: RuleContext) -> Iterator[Finding]:
             f"results are noisy and wrong; call `{name}.eval()` before the loop"
         )
         yield ctx.finding("TD402", call, message, _insert_eval_fix(ctx, loop, model))
+
+
+def _in_own_method(sem: Semantics, loop: Loop, model: str | None) -> bool:
+    """A module's own method running its submodules (`self.decoder(...)` in `generate`): the
+    mode is the one whoever holds the module chose, and an eval() in the method would leave the
+    submodule in eval mode when training resumes."""
+    if model is None or not model.startswith("self."):
+        return False
+    function = sem.enclosing_function(loop)
+    cls = sem.parent(function) if function is not None else None
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    return cls.name in sem.module_classes or any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "forward"
+        for node in cls.body
+    )
 
 
 def _mode_events_inside(ctx: RuleContext, loop: Loop) -> list[ModeEvent]:

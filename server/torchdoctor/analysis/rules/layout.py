@@ -12,21 +12,12 @@ from ..context import RuleContext
 from ..dataflow import Definition, flow_of
 from ..findings import Edit, Finding, Fix, Severity, Span, rule
 from ..semantics import FUNCTION_NODES, Loop, ValueKind
-from ..training import function_scope, in_exclusive_branches, training_of
+from ..training import function_scope, in_exclusive_branches, runs_every_iteration, training_of
 
 # ---- shared helpers ------------------------------------------------------------------------
-# Core candidates: "is this expression a tensor", "runs on every iteration", "training loops
-# (innermost loops around backward)" are asked by several families.
+# Core candidates: "is this expression a tensor", "training loops (innermost loops around
+# backward)" are asked by several families.
 
-CONDITIONAL_NODES = (
-    ast.If,
-    ast.IfExp,
-    ast.Match,
-    ast.ExceptHandler,
-    ast.BoolOp,
-    ast.comprehension,
-    *FUNCTION_NODES,
-)
 # torch.* callables that do not return a tensor (or may return anything)
 NOT_TENSOR_FUNCTIONS = frozenset(
     {
@@ -74,17 +65,6 @@ SIZE_ATTRIBUTES = ("shape", "ndim", "dtype", "device", "is_cuda", "layout")
 SIZE_METHODS = ("size", "dim", "numel", "get_device", "element_size", "stride")
 
 
-def _runs_every_iteration(ctx: RuleContext, node: ast.AST, loop: ast.AST) -> bool:
-    """Nothing between `node` and `loop` makes it conditional (an `if`, an inner loop's test is
-    fine, an `except:`, a short-circuit): it runs on every iteration that gets that far."""
-    for ancestor in ctx.sem.ancestors(node):
-        if ancestor is loop:
-            return True
-        if isinstance(ancestor, CONDITIONAL_NODES):
-            return False
-    return False
-
-
 def _training_loops(ctx: RuleContext) -> list[Loop]:
     """The innermost loop around each `backward()`: the loops that run once per step."""
     key = "layout:training_loops"
@@ -111,7 +91,9 @@ def _step_loop(ctx: RuleContext, node: ast.AST) -> Loop | None:
         return None
     for loop in ctx.sem.enclosing_loops(node):
         if id(loop) in training:
-            return loop if _runs_every_iteration(ctx, node, loop) else None
+            # work in an inner loop of the step still happens on every step
+            every = runs_every_iteration(ctx.sem, node, loop, inner_loops_conditional=False)
+            return loop if every else None
     return None
 
 
@@ -122,13 +104,6 @@ def _reaching(ctx: RuleContext, name: str, at: ast.AST) -> Definition | None:
     if definition is not None and in_exclusive_branches(ctx.sem, definition.node, statement):
         return None  # bound in the other branch of an `if`: what reaches here is unknown
     return definition
-
-
-def _torch_alias(ctx: RuleContext) -> str | None:
-    names = [name for name, target in ctx.sem.imports.items() if target == "torch"]
-    if "torch" in names:
-        return "torch"
-    return names[0] if names else None
 
 
 def _is_tensor_call(ctx: RuleContext, call: ast.Call) -> bool:
@@ -198,28 +173,10 @@ def _attribute_holds_tensor(ctx: RuleContext, expr: ast.Attribute) -> bool:
     dotted = ctx.sem.dotted(expr)
     if dotted is None or ctx.sem.kinds.get(dotted) is not None:
         return False
-    values = _assigned_values(ctx, dotted)
+    values = ctx.sem.assigned_values(dotted)
     return bool(values) and all(
         isinstance(v, ast.Call) and _is_tensor_call(ctx, v) for v in values
     )
-
-
-def _assigned_values(ctx: RuleContext, dotted: str) -> list[ast.expr]:
-    """The values assigned to a dotted name in the file (one index per document, shared with
-    the autograd rules under the same key)."""
-    index = ctx.sem.derived.get("assigned_values_by_dotted")
-    if index is None:
-        index = {}
-        for assign in ctx.sem.assigns:
-            if isinstance(assign, ast.AugAssign) or assign.value is None:
-                continue
-            targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
-            for target in targets:
-                name = ctx.sem.dotted(target)
-                if name is not None:
-                    index.setdefault(name, []).append(assign.value)
-        ctx.sem.derived["assigned_values_by_dotted"] = index
-    return index.get(dotted, [])
 
 
 def _name_holds_tensor(
@@ -312,13 +269,6 @@ def _used_as_tensor(
         ):
             return True
     return False
-
-
-def _source(ctx: RuleContext, node: ast.AST) -> str:
-    text = ctx.doc.source_of(node)
-    if isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript | ast.Constant):
-        return text
-    return f"({text})"
 
 
 def _int_constant(node: ast.AST) -> int | None:
@@ -1626,7 +1576,7 @@ def tensor_from_tensor(ctx: RuleContext) -> Iterator[Finding]:
             ctx, call, data
         ):
             continue
-        text = _source(ctx, data)
+        text = ctx.operand_source(data)
         message = (
             f"`{ctx.doc.source_of(call.func)}({ctx.doc.source_of(data)})` copies a tensor that "
             "already exists: torch warns \"To copy construct from a tensor, it is recommended "

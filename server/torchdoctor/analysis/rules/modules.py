@@ -721,21 +721,6 @@ def _uses_methods(ctx: RuleContext, cls: ast.ClassDef, attr: str, methods: froze
     return False
 
 
-def _nn_prefix(ctx: RuleContext, class_name: str) -> str | None:
-    """How this file spells `torch.nn.<class_name>`: `nn.ModuleList`, `torch.nn.ModuleList`…"""
-    imports = ctx.sem.imports
-    for alias, target in imports.items():
-        if target == f"torch.nn.{class_name}":
-            return alias
-    for alias, target in imports.items():
-        if target == "torch.nn":
-            return f"{alias}.{class_name}"
-    for alias, target in imports.items():
-        if target == "torch":
-            return f"{alias}.nn.{class_name}"
-    return None
-
-
 def _unregistered_finding(
     ctx: RuleContext,
     cls: ast.ClassDef,
@@ -752,7 +737,7 @@ def _unregistered_finding(
         f"does not save them; use `nn.{wrapper}`"
     )
     fix = None
-    spelled = _nn_prefix(ctx, wrapper)
+    spelled = ctx.sem.spelling(f"torch.nn.{wrapper}")
     if container.fixable and spelled is not None:
         source = ctx.doc.source_of(value)
         if _is_empty(value, ast.List, "list") or _is_empty(value, ast.Dict, "dict"):
@@ -1415,13 +1400,6 @@ def _reusable_at(ctx: RuleContext, expr: ast.expr, source_at: ast.AST, use_at: a
     return isinstance(expr, ast.Name | ast.Attribute | ast.Subscript)
 
 
-def _parenthesised(ctx: RuleContext, expr: ast.expr) -> str:
-    source = ctx.doc.source_of(expr)
-    if isinstance(expr, ast.Name | ast.Attribute | ast.Call | ast.Subscript | ast.Constant):
-        return source
-    return f"({source})"
-
-
 def _remove_activation_fix(
     ctx: RuleContext, loss: LossCall, origin: Origin, what: str, title_input: str
 ) -> Fix | None:
@@ -1429,7 +1407,7 @@ def _remove_activation_fix(
     if origin.from_model or origin.activation_input is None:
         return None
     if not origin.hops:
-        replacement = _parenthesised(ctx, origin.activation_input)
+        replacement = ctx.operand_source(origin.activation_input)
         return Fix(
             f"Pass {title_input} to the loss instead of the {what} output",
             (ctx.replace(origin.node, replacement),),
@@ -1442,7 +1420,7 @@ def _remove_activation_fix(
         return None
     return Fix(
         f"Pass `{ctx.doc.source_of(origin.activation_input)}` to the loss instead of `{name.id}`",
-        (ctx.replace(name, _parenthesised(ctx, origin.activation_input)),),
+        (ctx.replace(name, ctx.operand_source(origin.activation_input)),),
         safe=False,
     )
 
