@@ -9,6 +9,7 @@ import ast
 from dataclasses import dataclass
 
 from ..analysis import Document, Span
+from ..analysis.semantics import dotted_name
 from . import pitfall_notes
 
 TORCH_ROOTS = ("torch", "torchvision", "torchaudio", "torchtext")
@@ -88,17 +89,6 @@ def _contains(node: ast.AST, lineno: int, byte_col: int) -> bool:
     return start <= (lineno, byte_col) < (end_line, end_col)
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _resolve(imports: dict[str, str], dotted: str) -> str | None:
     head, _, rest = dotted.partition(".")
     target = imports.get(head)
@@ -134,7 +124,7 @@ def _attribute_target(
         return None
     span = document.span_of(node)
     name_span = Span(span.end_line, span.end_col - len(node.attr), span.end_line, span.end_col)
-    dotted = _dotted(node)
+    dotted = dotted_name(node)
     if dotted is not None and dotted.partition(".")[0] in imports:
         qualname = _resolve(imports, dotted)
         return _qualname_target(qualname, name_span) if qualname else None
@@ -172,7 +162,7 @@ def _keyword_target(
 
 
 def _call_note(imports: dict[str, str], func: ast.AST) -> str | None:
-    dotted = _dotted(func)
+    dotted = dotted_name(func)
     if dotted is not None and dotted.partition(".")[0] in imports:
         qualname = _resolve(imports, dotted)
         return pitfall_notes.note_for_qualname(qualname) if qualname else None
