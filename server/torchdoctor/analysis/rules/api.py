@@ -205,9 +205,13 @@ def _tests_version(test: ast.AST) -> bool:
             if node.func.id in ("hasattr", "getattr"):
                 return True
         name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
-        if isinstance(name, str) and "version" in name.lower():
+        if isinstance(name, str) and ("version" in name.lower() or VERSION_FLAG.search(name)):
             return True
     return False
+
+
+# flags computed once from the installed torch: `_TORCH_GREATER_EQUAL_2_4`, `TORCH_GE_2_1`
+VERSION_FLAG = re.compile(r"(?i)torch\w*(\d+_\d+|greater|less|newer|older)")
 
 
 def _unless_compat(
@@ -548,7 +552,7 @@ def _unsafe_load(
         )
         yield ctx.finding("TD702", weights_only, message, fix)
         return
-    if not bare_is_unsafe or _has_double_star(call):
+    if not bare_is_unsafe or _has_double_star(call) or _old_signature_fallback(ctx, call):
         return
     if what == "torch.load":
         message = (
@@ -566,6 +570,32 @@ def _unsafe_load(
         if edit is not None:
             fix = Fix("Add `weights_only=True`", (edit,), safe=False)
     yield ctx.finding("TD702", call.func, message, fix)
+
+
+def _old_signature_fallback(ctx: RuleContext, call: ast.Call) -> bool:
+    """`try: load(..., weights_only=True) except TypeError: load(...)`: the bare call only runs
+    on a torch whose function does not take `weights_only` yet."""
+    sem = ctx.sem
+    qualname = sem.call_qualname(call)
+    child: ast.AST = call
+    for ancestor in sem.ancestors(call):
+        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return False
+        if isinstance(ancestor, ast.Try) and child in ancestor.handlers:
+            handler = child
+            assert isinstance(handler, ast.ExceptHandler)
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            if not any(isinstance(k, ast.Name) and k.id == "TypeError" for k in kinds):
+                return False
+            return any(
+                isinstance(node, ast.Call)
+                and sem.call_qualname(node) == qualname
+                and _keyword(node, "weights_only") is not None
+                for statement in ancestor.body
+                for node in ast.walk(statement)
+            )
+        child = ancestor
+    return False
 
 
 # ---- TD703 -------------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ LOSS_FUNCTION_SUFFIXES = ("_loss", "loss", "cross_entropy", "nll_loss", "kl_div"
     fixable=True,
 )
 def missing_zero_grad(ctx: RuleContext) -> Iterator[Finding]:
+    if _other_framework(ctx):
+        return
     for entry in training_of(ctx.sem).training_loops:
         if entry.zeroing or not entry.backward_calls:
             continue
@@ -47,6 +49,17 @@ def missing_zero_grad(ctx: RuleContext) -> Iterator[Finding]:
             f"`{optimizer}.zero_grad()` once per step"
         )
         yield ctx.finding("TD101", backward, message, _insert_zero_grad_fix(ctx, entry, optimizer))
+
+
+# frameworks with the same `loss.backward()` / `trainer.step()` shape whose step overwrites
+# the gradients (MXNet's default grad_req="write") or that clear them another way
+OTHER_FRAMEWORKS = ("mxnet", "paddle")
+
+
+def _other_framework(ctx: RuleContext) -> bool:
+    """A file that imports another deep-learning framework and not torch."""
+    roots = {qualname.split(".", 1)[0] for qualname in ctx.sem.imports.values()}
+    return "torch" not in roots and any(root in roots for root in OTHER_FRAMEWORKS)
 
 
 def _insert_zero_grad_fix(ctx: RuleContext, entry: TrainingLoop, optimizer: str) -> Fix | None:

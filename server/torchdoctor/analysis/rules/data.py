@@ -874,9 +874,16 @@ def single_process_loading(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _in_memory_dataset(sem: Semantics, args: Arguments) -> bool:
-    """A `TensorDataset` is indexed in memory: worker processes would only add overhead."""
+    """A `TensorDataset`, a `range` or a list/tuple is indexed in memory: worker processes
+    would only add overhead."""
     value = _dataset_value(sem, args)
-    return isinstance(value, ast.Call) and last_name(sem, value.func) == "TensorDataset"
+    if isinstance(value, ast.List | ast.Tuple | ast.ListComp):
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(value.func, ast.Name) and value.func.id in ("range", "list", "tuple"):
+        return sem.qualname(value.func) is None  # the builtin, not a name imported over it
+    return last_name(sem, value.func) == "TensorDataset"
 
 
 def _workers_fix(ctx: RuleContext, call: ast.Call, args: Arguments) -> Fix | None:

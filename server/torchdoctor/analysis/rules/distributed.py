@@ -241,17 +241,18 @@ def _is_zero(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value in (0, "0") and node.value is not False
 
 
-def _rank_test(test: ast.AST) -> str | None:
-    """"main" when `test` holds on rank 0 only, "other" when it holds on every other rank."""
+def _rank_test(test: ast.AST, sem: Semantics | None = None) -> str | None:
+    """"main" when `test` holds on rank 0 only, "other" when it holds on every other rank.
+    With `sem`, a flag (`args.save_logs`) counts as what every value it is assigned tests."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _rank_test(test.operand)
+        inner = _rank_test(test.operand, sem)
         if inner == "main":
             return "other"
         if inner == "other":
             return "main"
         return "main" if _mentions_rank(test.operand) else None  # `not rank`
     if isinstance(test, ast.BoolOp):
-        parts = [_rank_test(value) for value in test.values]
+        parts = [_rank_test(value, sem) for value in test.values]
         if isinstance(test.op, ast.And):
             if "main" in parts:
                 return "main"
@@ -265,6 +266,11 @@ def _rank_test(test: ast.AST) -> str | None:
         return _rank_comparison(test.left, test.ops[0], test.comparators[0])
     if isinstance(test, ast.Name | ast.Attribute | ast.Call) and _mentions_rank(test):
         return "other"  # `if rank:` holds on every rank but 0
+    if sem is not None and isinstance(test, ast.Name | ast.Attribute):
+        dotted = sem.dotted(test)
+        values = sem.assigned_values(dotted) if dotted is not None else []
+        if values and all(_rank_test(value) == "main" for value in values):
+            return "main"  # `save = args.out and is_master(args)` ... `if save:`
     return None
 
 
@@ -298,10 +304,12 @@ def _rank_comparison(left: ast.AST, op: ast.cmpop, right: ast.AST) -> str | None
     return None
 
 
-def _rank_branches(node: ast.If) -> tuple[list[ast.stmt], list[ast.stmt]]:
+def _rank_branches(
+    node: ast.If, sem: Semantics | None = None
+) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """The branches of an `if` that only rank 0 runs and that only the other ranks run (both
     empty when its test does not tell the ranks apart)."""
-    test = _rank_test(node.test)
+    test = _rank_test(node.test, sem)
     if test == "main":
         return node.body, node.orelse
     if test == "other":
@@ -337,7 +345,7 @@ class _RankGuards:
             if isinstance(child, ast.stmt) and self._other_ranks_left_before(child):
                 return True
             if isinstance(ancestor, ast.If):
-                rank_zero_only, _ = _rank_branches(ancestor)
+                rank_zero_only, _ = _rank_branches(ancestor, self.sem)
                 if child in rank_zero_only:
                     return True
             if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -356,7 +364,7 @@ class _RankGuards:
         for earlier in block[: block.index(statement)]:
             if not isinstance(earlier, ast.If):
                 continue
-            _, other_ranks_only = _rank_branches(earlier)
+            _, other_ranks_only = _rank_branches(earlier, self.sem)
             if _exits(other_ranks_only):
                 return True
         return False

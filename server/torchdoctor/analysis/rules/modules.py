@@ -767,7 +767,7 @@ def direct_forward_call(ctx: RuleContext) -> Iterator[Finding]:
         receiver = func.value
         if _is_own_forward(ctx, call, receiver):
             continue
-        if not _is_module_value(ctx, receiver):
+        if not _is_module_value(ctx, receiver) or _is_estimator(ctx, receiver):
             continue
         source = ctx.doc.source_of(receiver)
         message = (
@@ -784,6 +784,25 @@ def direct_forward_call(ctx: RuleContext) -> Iterator[Finding]:
             )
             fix = Fix(f"Call `{source}(...)`", (Edit(dot_forward, ""),))
         yield ctx.finding("TD303", call, message, fix)
+
+
+# scikit-learn style methods that nn.Module lacks: the receiver is a wrapper (skorch's
+# `NeuralNet`, ...) whose own `forward(X)` batches the data and calls the module properly
+ESTIMATOR_METHODS = ("fit", "partial_fit", "predict", "predict_proba")
+
+
+def _is_estimator(ctx: RuleContext, receiver: ast.AST) -> bool:
+    sem = ctx.sem
+    dotted = sem.dotted(receiver)
+    if dotted is None:
+        return False
+    for method in ESTIMATOR_METHODS:
+        for call in sem.method_calls(method):
+            func = call.func
+            assert isinstance(func, ast.Attribute)
+            if sem.dotted(func.value) == dotted:
+                return True
+    return False
 
 
 def _simple_receiver(node: ast.AST) -> bool:
@@ -957,7 +976,7 @@ def tensor_attribute_not_buffer(ctx: RuleContext) -> Iterator[Finding]:
         assert value is not None
         if not _is_tensor_expression(ctx, value) or _is_scalar_constant(ctx, value):
             continue
-        if _handled_elsewhere(ctx, cls, target.attr, assign):
+        if _handled_elsewhere(ctx, cls, target.attr, assign) or _init_only(ctx, cls, target.attr):
             continue
         reported.add((id(cls), target.attr))
         yield _plain_tensor_finding(ctx, assign, target, _self_name(method) or "self")
@@ -981,6 +1000,21 @@ def _handled_elsewhere(ctx: RuleContext, cls: ast.ClassDef, attr: str, assign: a
             if sem.enclosing_function(call) in _methods(cls):
                 return True
     return False
+
+
+def _init_only(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bool:
+    """Read only while `__init__` builds the module (and named nowhere else in the file): where
+    the tensor stays after `.to()` never matters."""
+    uses = list(_self_attribute_uses(cls, attr))
+    if any(method.name != "__init__" for _, method in uses):
+        return False
+    if not any(isinstance(node.ctx, ast.Load) for node, _ in uses):
+        return False  # never read here: code elsewhere may use it
+    own = {id(node) for node, _ in uses}
+    return not any(
+        isinstance(node, ast.Attribute) and node.attr == attr and id(node) not in own
+        for node in ctx.sem.parents
+    )
 
 
 def _is_parameter_call(sem: Semantics, node: ast.AST | None) -> bool:
