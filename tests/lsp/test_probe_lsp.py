@@ -257,6 +257,47 @@ async def test_a_float64_tensor_in_forward_is_a_warning_on_its_line(session, mod
     assert static == engine_codes(text)
 
 
+UNUSED_HEAD = """\
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+
+# torchdoctor: input=(2, 4)
+class Heads(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.used = nn.Linear(4, 2)
+        self.spare = nn.Linear(4, 2)  # never called in forward
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.used(x)
+"""
+
+
+async def test_an_unused_parameter_under_ddp_is_td601_at_its_declaration(session, tmp_path):
+    """The same runtime finding is TD601 (DDP raises on it) where the file wraps a model in
+    DistributedDataParallel, and a plain probe warning where it does not."""
+    client = session
+    declared = next(n for n, line in enumerate(UNUSED_HEAD.split("\n")) if "self.spare" in line)
+    with_ddp = UNUSED_HEAD + (
+        "\n\ndef wrap(model: nn.Module) -> nn.Module:\n    return DistributedDataParallel(model)\n"
+    )
+    for name, text, expected in (
+        ("ddp.py", with_ddp, "TD601"),
+        ("plain.py", UNUSED_HEAD, "unused_parameter"),
+    ):
+        uri = (tmp_path / name).as_uri()
+        open_document(client, uri, text)
+        await published_for(client, uri, version=1)
+        after = len(client.published)
+        await probe(client, uri, "Heads")
+        published = await published_for(client, uri, after=after)
+        runtime = [d for d in published.diagnostics if d.source == "torchdoctor probe"]
+        assert [(d.code, d.range.start.line) for d in runtime] == [(expected, declared)], name
+        assert "spare" in runtime[0].message
+
+
 async def test_broken_user_code_answers_with_its_file_and_line(session, models_uri):
     client = session
     uri, path = models_uri
