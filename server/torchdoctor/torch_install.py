@@ -28,8 +28,14 @@ def installed_torch_version(interpreter: str | None = None) -> TorchVersion | No
     """The (major, minor) torch release of `interpreter` (None: the running one), or None when
     it has no torch or cannot be asked."""
     if interpreter is None or _same_interpreter(interpreter):
-        return torch_version_in(sys.path)
+        return _running_version()
     return _version_of_interpreter(str(Path(interpreter).absolute()))
+
+
+# The language server asks on every analysis: each answer is worked out once per process.
+@lru_cache(maxsize=1)
+def _running_version() -> TorchVersion | None:
+    return torch_version_in(sys.path)
 
 
 def torch_version_in(search_path: Iterable[str]) -> TorchVersion | None:
@@ -51,6 +57,7 @@ def torch_version_in(search_path: Iterable[str]) -> TorchVersion | None:
     return None
 
 
+@lru_cache(maxsize=8)
 def _same_interpreter(interpreter: str) -> bool:
     try:
         return Path(interpreter).resolve() == Path(sys.executable).resolve()

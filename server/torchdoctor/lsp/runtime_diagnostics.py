@@ -13,7 +13,6 @@ from lsprotocol import types
 from ..analysis import REGISTRY, Config, Severity
 from ..analysis.findings import Span
 from ..analysis.rules.distributed import DDP_CLASSES
-from ..analysis.semantics import build_semantics
 from .diagnostics import SEVERITIES, AnalysisResult, rule_page_url
 from .probe_results import LineAnchors, ProbeSnapshot
 
@@ -82,5 +81,5 @@ def runtime_diagnostics(
 def _wraps_in_ddp(result: AnalysisResult) -> bool:
     if "DistributedDataParallel" not in result.document.text:
         return False  # the semantics cost milliseconds; most files never mention DDP
-    calls = build_semantics(result.document.tree).calls_by_qualname
+    calls = result.document.semantics.calls_by_qualname
     return any(name in calls for name in DDP_CLASSES)

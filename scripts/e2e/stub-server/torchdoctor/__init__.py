@@ -1,1 +1,0 @@
-"""Stand-in torchdoctor server for the extension's end-to-end test."""
