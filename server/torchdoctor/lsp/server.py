@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Coroutine
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -16,9 +16,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCProtocol
 
 from .. import __version__
 from ..analysis import Config
@@ -49,68 +47,13 @@ ANALYSIS_THREADS = 2  # analyses of different documents may overlap; one documen
 SWITCH_INTERVAL = 0.0005
 
 
-class _AnsweredRequest:
-    """Stands in for a request that was answered with an error while it was being read."""
-
-    jsonrpc = JsonRPCProtocol.VERSION
-
-
-class ServerProtocol(TorchDoctorProtocol):
-    """Two repairs to pygls 2.1's message handling.
-
-    - A request whose params do not fit the method's schema was logged and dropped: the client
-      waited for an answer forever. It now gets the InvalidParams error it is owed.
-    - pygls files the future of every coroutine, thread and generator handler under the message
-      id so that `$/cancelRequest` can find it, and removes it only when it answers a request.
-      Notifications (every didChange is handled by a generator) and the inner steps of
-      generator handlers get a fresh id that is never removed: about 1.5 KB per keystroke, kept
-      for the life of the server. Each future is now forgotten once it is done.
-    """
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as error:
-            # json.loads calls this for every object in a message; only the message itself
-            # carries "jsonrpc", and only a request carries both an id and a method
-            is_request = "id" in data and "method" in data and "error" not in data
-            if not is_request or not isinstance(data["id"], (int, str)):
-                raise
-            log.warning("answering %s %r with %s", data["method"], data["id"], error)
-            self._send_response(data["id"], error=error.to_response_error())
-            return _AnsweredRequest()
-
-    def handle_message(self, message: Any) -> None:
-        if not isinstance(message, _AnsweredRequest):
-            super().handle_message(message)
-
-    def _execute_handler(
-        self,
-        msg_id: Any,
-        handler: Any,
-        callback: Any,
-        args: tuple[Any, ...] | None = None,
-        kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super()._execute_handler(msg_id, handler, callback, args, kwargs)
-        future = self._request_futures.get(msg_id)
-        if future is not None:
-            # added after pygls' own callback, so a request's response has gone out first
-            future.add_done_callback(partial(self._forget_future, msg_id))
-
-    def _forget_future(self, msg_id: Any, future: Future[Any] | asyncio.Future[Any]) -> None:
-        # a thread handler's callback runs in its worker thread: pop only our own entry
-        if self._request_futures.get(msg_id) is future:
-            self._request_futures.pop(msg_id, None)
-
-
 class TorchDoctorServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
             "torchdoctor",
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-            protocol_cls=ServerProtocol,
+            protocol_cls=TorchDoctorProtocol,
         )
         self.documents = DocumentStore()
         self.project_configs = ProjectConfigs()
