@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -136,6 +136,12 @@ class Semantics:
 
     def call_qualname(self, call: ast.Call) -> str | None:
         return self.qualname(call.func)
+
+    def imports_framework_without_torch(self, frameworks: Collection[str]) -> bool:
+        """The file imports one of `frameworks` (top-level package names) and nothing from
+        torch: its loops follow that framework's rules, not torch's."""
+        roots = {qualname.split(".", 1)[0] for qualname in self.imports.values()}
+        return "torch" not in roots and not roots.isdisjoint(frameworks)
 
     def name_bound_to(self, target: str, *, plain_first: bool = False) -> str | None:
         """The name an import binds to exactly `target`: the first in `imports` (which is not

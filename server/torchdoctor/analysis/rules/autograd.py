@@ -36,7 +36,7 @@ LOSS_FUNCTION_SUFFIXES = ("_loss", "loss", "cross_entropy", "nll_loss", "kl_div"
     fixable=True,
 )
 def missing_zero_grad(ctx: RuleContext) -> Iterator[Finding]:
-    if _other_framework(ctx):
+    if ctx.sem.imports_framework_without_torch(OTHER_FRAMEWORKS):
         return
     for entry in training_of(ctx.sem).training_loops:
         if entry.zeroing or not entry.backward_calls:
@@ -54,12 +54,6 @@ def missing_zero_grad(ctx: RuleContext) -> Iterator[Finding]:
 # frameworks with the same `loss.backward()` / `trainer.step()` shape whose step overwrites
 # the gradients (MXNet's default grad_req="write") or that clear them another way
 OTHER_FRAMEWORKS = ("mxnet", "paddle")
-
-
-def _other_framework(ctx: RuleContext) -> bool:
-    """A file that imports another deep-learning framework and not torch."""
-    roots = {qualname.split(".", 1)[0] for qualname in ctx.sem.imports.values()}
-    return "torch" not in roots and any(root in roots for root in OTHER_FRAMEWORKS)
 
 
 def _insert_zero_grad_fix(ctx: RuleContext, entry: TrainingLoop, optimizer: str) -> Fix | None:

@@ -135,12 +135,10 @@ def _bound_to_helper_object(sem: Semantics, dotted: str) -> bool:
     if cached is not None:
         return cached
     helper = False
-    for assign in sem.assigns:
-        if not isinstance(assign, ast.Assign) or not isinstance(assign.value, ast.Call):
+    for value in sem.assigned_values(dotted):
+        if not isinstance(value, ast.Call):
             continue
-        if not any(sem.dotted(target) == dotted for target in assign.targets):
-            continue
-        qualname = sem.qualname(assign.value.func) or ""
+        qualname = sem.qualname(value.func) or ""
         if not qualname.startswith("transformers."):
             helper = False
             break
@@ -159,18 +157,6 @@ def _bound_to_helper_object(sem: Semantics, dotted: str) -> bool:
 OTHER_FRAMEWORKS = frozenset(
     {"mxnet", "tensorflow", "keras", "tf_keras", "jax", "flax", "haiku", "equinox", "mindspore"}
 )
-
-
-def other_framework_only(sem: Semantics) -> bool:
-    """The file imports one of OTHER_FRAMEWORKS and nothing from torch: its `net(x)` loops
-    follow that framework's rules, not the ones TD401 and TD402 describe."""
-    cached = sem.derived.get("evaluation:other-framework")
-    if cached is None:
-        targets = [target.split(".", 1)[0] for target in sem.imports.values()]
-        cached = sem.derived["evaluation:other-framework"] = any(
-            t in OTHER_FRAMEWORKS for t in targets
-        ) and not any(t == "torch" for t in targets)
-    return cached
 
 
 def facts_of(ctx: RuleContext) -> EvaluationFacts:
@@ -253,7 +239,7 @@ def facts_of(ctx: RuleContext) -> EvaluationFacts:
     for call in sorted([*mode_calls, *helper_calls], key=position):
         facts.mode_nodes.setdefault(id(_owner_scope(sem, call)), []).append(call)
     sem.derived["evaluation:facts"] = facts
-    if other_framework_only(sem):
+    if sem.imports_framework_without_torch(OTHER_FRAMEWORKS):
         return facts
     by_loop: dict[int, EvaluationLoop] = {}
     verdicts: dict[int, bool] = {}
