@@ -187,7 +187,7 @@ async def test_lens_inlay_hints_and_hover_show_the_report(session, models_uri):
     await probe(client, uri, "TinyNet")  # the warm worker makes this cheap
     titles = await lens_titles(client, uri)
     assert titles["TinyNet"].startswith(f"Probe model · {TINYNET_PARAMS} params · ")
-    assert titles["TinyNet"].endswith("B")  # ... · 3.4 ms · 79 KB
+    assert titles["TinyNet"].endswith("B")  # ... · 3.4 ms · 79 KiB
     assert " ms · " in titles["TinyNet"]
     assert titles["Float64Net"] == "Probe model"
 

@@ -43,7 +43,7 @@ def probe_lenses(
 
 
 def probed_title(title: str, report: ProbeReport, stale: bool, locale: str) -> str:
-    """e.g. "Probe model · 1.2M params · 3.4 ms · 56 MB": parameters, median forward latency,
+    """e.g. "Probe model · 1.2M params · 3.4 ms · 56 MiB": parameters, median forward latency,
     peak memory of a training step."""
     parts = [
         title,

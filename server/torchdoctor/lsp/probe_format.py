@@ -14,13 +14,14 @@ def count(value: int) -> str:
 
 
 def size(value: int) -> str:
-    """Bytes in binary units, as the probe's own report prints them."""
+    """Bytes in binary units with their binary names, as the CLI and the report view print
+    them: 8,512 → "8.31 KiB"."""
     amount = float(value)
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(amount) < 1024 or unit == "GB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(amount) < 1024 or unit == "GiB":
             return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.3g} {unit}"
         amount /= 1024
-    return f"{amount:.3g} GB"  # pragma: no cover - the loop always returns
+    return f"{amount:.3g} GiB"  # pragma: no cover - the loop always returns
 
 
 def milliseconds(value: float) -> str:
