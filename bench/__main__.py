@@ -1,5 +1,6 @@
 """`python -m bench [--quick] [--only SECTION ...]`: every benchmark in one run, side by side with
-the references, written as markdown and JSON to bench/results/."""
+the references, written as markdown and JSON to bench/results/. `python -m bench ecosystem`: every
+rule over the pinned corpus of public code, judged by the ledger (bench/ecosystem.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +77,11 @@ def sections(
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["ecosystem"]:
+        from . import ecosystem
+
+        return ecosystem.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny inputs (a smoke run)")
     parser.add_argument("--only", nargs="*", help="run only these sections")
