@@ -26,6 +26,7 @@ from torchdoctor.analysis.config import with_overrides
 
 PROJECT = Path(__file__).resolve().parent.parent
 LEDGER = PROJECT / "tests" / "ecosystem" / "ledger.jsonl"
+SUMMARY = PROJECT / "tests" / "ecosystem" / "summary.json"
 VERDICTS = ("TP", "FP", "noise")
 # Findings depend on the torch release for a few rules: judge them against one fixed release.
 TARGET_TORCH = (2, 13)
@@ -285,6 +286,25 @@ def markdown(rows: Sequence[RuleRow], files: int, lines: int, repos: int) -> str
     return "\n".join(out)
 
 
+def summary_json(rows: Sequence[RuleRow], run: EcosystemRun) -> str:
+    """Per-rule counts on the corpus, stable across runs (no times, no machine)."""
+    data = {
+        "corpus": {"files": run.files, "lines": run.lines, "repositories": len(run.repositories)},
+        "rules": {
+            row.code: {
+                "findings": row.findings,
+                "tp": row.tp,
+                "fp": row.fp,
+                "noise": row.noise,
+                "unjudged": row.unjudged,
+            }
+            for row in rows
+            if row.findings
+        },
+    }
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
 @dataclass
 class EcosystemRun:
     findings: list[CorpusFinding]
@@ -318,6 +338,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--findings", type=Path, help="write every finding as JSON lines here")
     parser.add_argument("--markdown", type=Path, help="write the per-rule table here")
+    parser.add_argument(
+        "--write-summary",
+        nargs="?",
+        type=Path,
+        const=SUMMARY,
+        help="write per-rule counts as JSON (default tests/ecosystem/summary.json), which the "
+        "README's rule table shows",
+    )
     args = parser.parse_args(argv)
 
     if args.folder is not None:
@@ -337,6 +365,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table)
     if args.markdown:
         args.markdown.write_text(table + "\n", encoding="utf-8")
+    if args.write_summary:
+        args.write_summary.write_text(
+            summary_json(rule_table(run.findings, ledger, run.lines), run), encoding="utf-8"
+        )
     if args.findings:
         with args.findings.open("w", encoding="utf-8") as out:
             for finding in run.findings:

@@ -35,7 +35,7 @@ def fine_tune(model: ConvNet, steps: int = 20) -> list[float]:
         loss.backward()
         optimizer.zero_grad()  # planted: TD102
         optimizer.step()
-        history.append(loss.item())  # planted: TD205
+        history.append(loss.item())
     return history
 
 

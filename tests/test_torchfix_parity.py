@@ -75,6 +75,24 @@ DELIBERATE_DIFFERENCES = {
     # (DESIGN.md §3) covers it.
     "TOR109": "no counterpart: a speed hint whose rewrite changes results in the last bit",
 }
+
+
+# TorchFix's code for a use -> its code for the import of the same name.
+IMPORT_CODE_OF_USE = {"TOR104": "TOR105", "TOR101": "TOR103", "TOR001": "TOR004"}
+
+
+def is_repeat_of_reported_import(item: Expected, expected: list[Expected]) -> bool:
+    """TorchFix reports a private, deprecated or removed name at its import and again at every
+    use. torchdoctor reports it once, at the import (whose fix, where there is one, makes the
+    uses right too); a use that carries a fix of its own is still reported. A use after the
+    import of the same name is therefore not required: a deliberate difference."""
+    import_code = IMPORT_CODE_OF_USE.get(item.code)
+    return import_code is not None and any(
+        other.code == import_code and other.detail == item.detail and other.line < item.line
+        for other in expected
+    )
+
+
 # Beyond TorchFix (reported by us, silent in TorchFix), listed for the record; they do not make
 # a parity line fail:
 # - TD708 also reports a deprecated function referenced without a call
@@ -460,7 +478,7 @@ def _compare(source: str, expected: list[Expected], path: str) -> list[str]:
         }
     missing = []
     for item in expected:
-        if item.code in DELIBERATE_DIFFERENCES:
+        if item.code in DELIBERATE_DIFFERENCES or is_repeat_of_reported_import(item, expected):
             continue
         code = mapped_code(item)
         assert code is not None, f"{item.code} has no mapping and no recorded difference"
@@ -491,12 +509,20 @@ def test_parity_numbers() -> None:
     for case in CASES:
         expected = case.expected()
         total += len(expected)
-        deliberate += sum(item.code in DELIBERATE_DIFFERENCES for item in expected)
+        deliberate += sum(
+            item.code in DELIBERATE_DIFFERENCES or is_repeat_of_reported_import(item, expected)
+            for item in expected
+        )
         case_missing = _compare(case.source, expected, case.mirrors)
         missing += case_missing
-        matched += len([i for i in expected if i.code not in DELIBERATE_DIFFERENCES]) - len(
-            case_missing
-        )
+        matched += len(
+            [
+                i
+                for i in expected
+                if i.code not in DELIBERATE_DIFFERENCES
+                and not is_repeat_of_reported_import(i, expected)
+            ]
+        ) - len(case_missing)
     print(f"torchfix parity: {total} expected lines, {matched} matched, {deliberate} deliberate")
     assert matched + deliberate == total, "\n".join(missing)
 

@@ -6,8 +6,10 @@
 // TD101 squiggle → its Problems entry → hover shows the rule's doc → the quick fix inserts
 // zero_grad() into the file → "Probe model" from the CodeLens shows the report with the
 // parameter count torch computes, the device and the model's output shape → in an untrusted
-// folder diagnostics still show and the probe is refused. Each step saves a screenshot in
-// .cache/e2e/artifacts/; a failure names the step and prints the extension's log.
+// folder diagnostics still show and the probe is refused → that folder's booby traps (a
+// `torchdoctor/` package, `pathspec.py`, `sitecustomize.py`, `usercustomize.py`) never ran, though
+// the server, its torch-version look-up and jedi all started for it. Each step saves a screenshot
+// in .cache/e2e/artifacts/; a failure names the step and prints the extension's log.
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -371,9 +373,36 @@ function lineOfClass(text, className) {
   return text.split("\n").findIndex((line) => new RegExp(`^\\s*class\\s+${className}\\b`).test(line)) + 1;
 }
 
-// ---------------------------------------------------------------- the test
+// ---------------------------------------------------------------- booby traps
 
-function printLogs(dirs, codeServer) {
+/**
+ * Plants modules that a Python started in `folder` (or with it on sys.path) would import: the
+ * server's own package, one of its dependencies, and what `site` imports at start-up. Each
+ * appends its name to `marker` when it runs.
+ */
+function plantBoobyTraps(folder, marker) {
+  const trap = (name) => `open(${JSON.stringify(marker)}, "a").write(${JSON.stringify(name)} + "\\n")\n`;
+  mkdirSync(join(folder, "torchdoctor"), { recursive: true });
+  writeFileSync(join(folder, "torchdoctor", "__init__.py"), trap("torchdoctor"));
+  writeFileSync(join(folder, "torchdoctor", "__main__.py"), trap("torchdoctor.__main__"));
+  for (const name of ["pathspec", "sitecustomize", "usercustomize"]) {
+    writeFileSync(join(folder, `${name}.py`), trap(name));
+  }
+}
+
+/** Proves the traps are live: a Python started in the folder (as `-m torchdoctor serve` was) fires them. */
+function checkTrapsAreLive(folder, marker) {
+  execFileSync(PYTHON, ["-c", "import pathspec, torchdoctor"], {
+    cwd: folder,
+    env: { ...process.env, PYTHONPATH: folder, PYTHONDONTWRITEBYTECODE: "1" },
+  });
+  const fired = existsSync(marker) ? readFileSync(marker, "utf-8").split(/\s+/).filter(Boolean) : [];
+  check(fired.includes("pathspec") && fired.includes("torchdoctor"), `the booby traps did not fire: ${fired.join(", ")}`);
+  rmSync(marker);
+}
+
+/** The extension's log files (one output channel log per window), newest run's included. */
+function torchdoctorLogs(dirs) {
   const logs = [];
   const walk = (dir) => {
     for (const name of existsSync(dir) ? readdirSync(dir) : []) {
@@ -386,7 +415,27 @@ function printLogs(dirs, codeServer) {
     }
   };
   walk(join(dirs.userData, "logs"));
-  for (const log of logs) {
+  return logs;
+}
+
+/** Waits until one of the extension's logs not in `earlier` (a later window's) matches `pattern`. */
+async function waitForNewLog(dirs, earlier, pattern, timeout) {
+  const deadline = Date.now() + timeout;
+  let fresh = [];
+  while (Date.now() < deadline) {
+    fresh = torchdoctorLogs(dirs).filter((log) => !earlier.has(log));
+    if (fresh.some((log) => pattern.test(readFileSync(log, "utf-8")))) {
+      return;
+    }
+    await new Promise((done) => setTimeout(done, 500));
+  }
+  throw new Error(`no new log of the extension (${fresh.length} found) matches ${pattern} within ${timeout} ms`);
+}
+
+// ---------------------------------------------------------------- the test
+
+function printLogs(dirs, codeServer) {
+  for (const log of torchdoctorLogs(dirs)) {
     console.log(`\n----- ${log} (last 60 lines)`);
     console.log(readFileSync(log, "utf-8").split("\n").slice(-60).join("\n"));
   }
@@ -418,6 +467,10 @@ async function main() {
   }
   copyFileSync(EXAMPLE, join(dirs.trusted, WORKSPACE_FILE));
   copyFileSync(EXAMPLE, join(dirs.untrusted, WORKSPACE_FILE));
+  // outside the folder, so that nothing the workbench shows or watches changes when it is written
+  const trapMarker = join(scratch, "workspace-code-ran.txt");
+  plantBoobyTraps(dirs.untrusted, trapMarker);
+  checkTrapsAreLive(dirs.untrusted, trapMarker);
   const trustedFile = join(dirs.trusted, WORKSPACE_FILE);
   const original = readFileSync(trustedFile, "utf-8");
 
@@ -451,7 +504,7 @@ async function main() {
   const finish = () => {
     const passed = results.filter((result) => result.ok).length;
     const failed = results.length - passed;
-    const total = 9;
+    const total = 10;
     console.log(`\ne2e: ${((Date.now() - started) / 1000).toFixed(1)} s in the workbench; screenshots in ${ARTIFACTS}`);
     if (results.length < total) {
       console.log(`e2e: ${total - results.length} step(s) not reached`);
@@ -544,8 +597,10 @@ async function main() {
       });
     });
 
+    let logsOfTrustedWindow = new Set();
     await phase(async () => {
       await step("open-untrusted-folder", async () => {
+        logsOfTrustedWindow = new Set(torchdoctorLogs(dirs));
         await page.close();
         page = await context.newPage();
         await openFolder(codeServer.url, dirs.untrusted, false);
@@ -562,6 +617,14 @@ async function main() {
         await waitForText(page.locator(".notifications-toasts"), /not trusted/, "refusal notification");
         const report = await reportFrameWith("[data-state=running], [data-params-total]", 3_000);
         check(report === undefined, "a probe started in an untrusted folder");
+      });
+
+      await step("untrusted-workspace-code-never-ran", async () => {
+        // The squiggles came from this window's server, after its torch-version look-up; jedi's
+        // process starts after initialize: wait until this window's log reports on jedi too.
+        await waitForNewLog(dirs, logsOfTrustedWindow, /hover signatures ready|not found by jedi|jedi could not/, 3 * TIMEOUT);
+        const fired = existsSync(trapMarker) ? readFileSync(trapMarker, "utf-8").trim() : "";
+        check(fired === "", `code from the untrusted folder ran: ${fired.split(/\s+/).join(", ")}`);
       });
     });
     return finish();

@@ -12,6 +12,7 @@ from .analysis import REGISTRY
 from .analysis.config import ConfigError
 from .docs import doc_page
 from .reporting import checking
+from .reporting.interrupts import Terminated, sigterm_raises
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -89,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "check":
-            return checking.run_check(args)
+            with sigterm_raises():
+                return checking.run_check(args)
         if args.command == "explain":
             return _explain(args.code, args.lang)
         if args.command == "rules":
@@ -106,9 +108,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"torchdoctor: configuration error:\n{error}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        return 130
+        return _interrupted(args, 130)
+    except Terminated:
+        return _interrupted(args, Terminated.exit_code)
     parser.print_help()
     return EXIT_ERROR
+
+
+def _interrupted(args: argparse.Namespace, exit_code: int) -> int:
+    """`check`'s workers are gone by now (see reporting/workers.py): say what state files are in."""
+    if args.command == "check":
+        state = (
+            "; the files fixed so far keep their fixes, no other file was changed"
+            if args.fix
+            else ""
+        )
+        print(f"torchdoctor: interrupted{state}", file=sys.stderr)
+    return exit_code
 
 
 def _explain(code: str, locale: str) -> int:

@@ -4,32 +4,58 @@ Rules whose truth depends on the torch version (TD702, the deprecations, the amp
 against `target-torch` from the configuration, else this version, else the newest release.
 torch is never imported: that costs seconds, and the interpreter may be one torchdoctor does not
 run in (the editor's `interpreter` setting). The interpreter is asked only for its `sys.path`,
-once; its `torch-*.dist-info/METADATA` gives the version.
+once, in isolated mode (no code from the working folder, PYTHONPATH or the user site runs); its
+`torch-*.dist-info/METADATA` gives the version.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from .isolation import ISOLATED_FLAG, neutral_directory
+
 TorchVersion = tuple[int, int]
 
 # "Version: 2.4.1+cu121" -> (2, 4)
 _VERSION_LINE = re.compile(r"^Version:\s*(\d+)\.(\d+)", re.MULTILINE)
 _ASK_TIMEOUT_S = 10
+# Run with -I, so it sees no user site; a plain run of the interpreter outside a virtual
+# environment would import from there too, so its folder is listed (read for metadata only, never
+# put on the path) just before the site-packages, where site would put it.
+_SYS_PATH_SCRIPT = """\
+import json, site, sys
+path = list(sys.path)
+if sys.prefix == sys.base_prefix:
+    system = set(site.getsitepackages())
+    at = next((i for i, entry in enumerate(path) if entry in system), len(path))
+    path.insert(at, site.getusersitepackages())
+print(json.dumps(path))
+"""
 
 
 def installed_torch_version(interpreter: str | None = None) -> TorchVersion | None:
     """The (major, minor) torch release of `interpreter` (None: the running one), or None when
     it has no torch or cannot be asked."""
-    if interpreter is None or _same_interpreter(interpreter):
+    if interpreter is None or (_path_is_the_interpreters_own() and _same_interpreter(interpreter)):
         return _running_version()
-    return _version_of_interpreter(str(Path(interpreter).absolute()))
+    executable = _absolute_executable(interpreter)
+    return _version_of_interpreter(executable) if executable is not None else None
+
+
+def _absolute_executable(interpreter: str) -> str | None:
+    """A bare name (`python3`) is looked up on PATH, as a shell would, never taken from the
+    working folder, which may be the user's project."""
+    if os.sep in interpreter or (os.altsep is not None and os.altsep in interpreter):
+        return str(Path(interpreter).absolute())
+    return shutil.which(interpreter)
 
 
 # The language server asks on every analysis: each answer is worked out once per process.
@@ -57,6 +83,13 @@ def torch_version_in(search_path: Iterable[str]) -> TorchVersion | None:
     return None
 
 
+def _path_is_the_interpreters_own() -> bool:
+    """This process's sys.path is the one the interpreter's scripts get: the language server runs
+    with -I -S (no site-packages, no user site, no PYTHONPATH) and must ask instead."""
+    flags = sys.flags
+    return not (flags.no_site or flags.no_user_site or flags.ignore_environment)
+
+
 @lru_cache(maxsize=8)
 def _same_interpreter(interpreter: str) -> bool:
     try:
@@ -69,7 +102,8 @@ def _same_interpreter(interpreter: str) -> bool:
 def _version_of_interpreter(interpreter: str) -> TorchVersion | None:
     try:
         completed = subprocess.run(
-            [interpreter, "-c", "import json, sys; print(json.dumps(sys.path))"],
+            [interpreter, ISOLATED_FLAG, "-c", _SYS_PATH_SCRIPT],
+            cwd=neutral_directory(),
             capture_output=True,
             text=True,
             timeout=_ASK_TIMEOUT_S,

@@ -36,3 +36,19 @@ def test_item_synchronizes_with_the_gpu() -> None:
         loss.detach()  # no sync
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_blocking_copy_to_the_gpu_synchronizes_too() -> None:
+    # why TD205 stays quiet in a loop that moves each batch with a blocking `.to(device)`: that
+    # copy already waits for the stream, while a non-blocking copy of pinned memory does not
+    batch = torch.ones(1024)
+    pinned = batch.pin_memory()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        with pytest.raises(RuntimeError, match="synchroniz"):
+            batch.to("cuda")
+        pinned.to("cuda", non_blocking=True)  # no sync
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+        torch.cuda.synchronize()

@@ -75,3 +75,20 @@ def test_module_dict_keys_must_be_strings_without_dots() -> None:
         nn.ModuleDict({1: nn.Linear(2, 2)})
     with pytest.raises(KeyError, match=re.escape('contain ".", got: a.b')):
         nn.ModuleDict({"a.b": nn.Linear(2, 2)})
+
+
+def test_a_choice_table_read_while_building_loses_nothing() -> None:
+    """Stays quiet under TD302: the module picked from a plain dict is registered through the
+    attribute it is stored in; wrapping the table in ModuleDict would add the unused choice."""
+
+    class Picked(nn.Module):
+        def __init__(self, wrap: bool) -> None:
+            super().__init__()
+            table = {"small": nn.Linear(4, 2), "large": nn.Linear(4, 64)}
+            self.choices = nn.ModuleDict(table) if wrap else table
+            self.head = self.choices["small"]
+
+    plain, wrapped = Picked(wrap=False), Picked(wrap=True)
+    assert sum(p.numel() for p in plain.parameters()) == 4 * 2 + 2
+    assert sum(p.numel() for p in wrapped.parameters()) == (4 * 2 + 2) + (4 * 64 + 64)
+    assert set(plain.state_dict()) == {"head.weight", "head.bias"}

@@ -63,3 +63,38 @@ def test_left_behind_tensor_on_cuda() -> None:
 def test_zero_dim_cpu_tensor_mixes_with_any_device() -> None:
     """Why `torch.tensor(1.0)` stays quiet."""
     assert (torch.ones(3, device="meta") * torch.tensor(2.0)).device.type == "meta"
+
+
+class GridCopier(nn.Module):
+    """Stays quiet under TD304: forward only sizes the grid and copies it into its own tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.grid = torch.arange(6.0).view(2, 3)
+
+    def forward(self, theta: torch.Tensor) -> torch.Tensor:
+        batch = torch.zeros((theta.size(0), *self.grid.size()), device=theta.device)
+        for i in range(theta.size(0)):
+            batch[i] = self.grid  # a copy from the CPU into the input's device
+        return batch * theta.view(-1, 1, 1)
+
+
+def test_copying_a_left_behind_tensor_into_a_moved_one_works() -> None:
+    module = GridCopier().to("meta")  # the grid stays on the CPU
+    assert module.grid.device.type == "cpu"
+    out = module(torch.ones(4, device="meta"))
+    assert out.device.type == "meta" and out.shape == (4, 2, 3)
+
+
+def test_a_zero_dim_tensor_of_a_float_argument_mixes_with_any_device() -> None:
+    drop_rate = torch.tensor(0.25)  # `torch.tensor(drop_rate)` with `drop_rate: float`
+    assert drop_rate.dim() == 0
+    assert (torch.ones(3, device="meta") * (1 - drop_rate)).device.type == "meta"
+    with pytest.raises(RuntimeError, match="is not on the expected device meta"):
+        torch.ones(3, device="meta") * torch.tensor([0.25])  # one element, not 0-dim
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_copying_a_left_behind_tensor_into_a_cuda_one_works() -> None:
+    module = GridCopier().to("cuda")
+    assert module(torch.ones(4, device="cuda")).device.type == "cuda"

@@ -38,3 +38,26 @@ def test_workers_load_in_other_processes() -> None:
     rows = torch.cat(list(loader))
     assert os.getpid() not in set(rows[:, 0].tolist())
     assert set(rows[:, 1].tolist()) == {0, 1}
+
+
+class OnTheGpu(Dataset):
+    """Puts each item on the GPU inside `__getitem__`, as some training scripts do."""
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor([index]).cuda()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="needs the fork start method"
+)
+def test_forked_workers_cannot_put_items_on_the_gpu() -> None:
+    # TD504 stays quiet on such datasets: once the training process has used CUDA, a forked
+    # worker cannot, so `num_workers` is no remedy until the move goes into the training loop
+    torch.zeros(1, device="cuda")
+    loader = DataLoader(OnTheGpu(), batch_size=2, num_workers=1, multiprocessing_context="fork")
+    with pytest.raises(RuntimeError, match="Cannot re-initialize CUDA in forked subprocess"):
+        list(loader)

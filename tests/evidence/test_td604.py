@@ -28,3 +28,25 @@ def test_distributed_sampler_splits_the_data() -> None:
     assert len(rank0) == len(rank1) == 8
     assert not set(rank0) & set(rank1)
     assert sorted(rank0 + rank1) == DATASET
+
+
+def _loader_order(shuffle: bool) -> list[int]:
+    loader = DataLoader(DATASET, batch_size=4, shuffle=shuffle)
+    return [int(i) for batch in loader for i in batch]
+
+
+def test_without_shuffle_every_rank_gets_the_same_batches_even_unseeded() -> None:
+    # the message's claim for a loader that does not shuffle: no seed needed
+    torch.seed()  # a fresh random seed, as each rank of an unseeded script has
+    rank0 = _loader_order(shuffle=False)
+    torch.seed()
+    rank1 = _loader_order(shuffle=False)
+    assert rank0 == rank1 == DATASET
+
+
+def test_shuffled_ranks_each_go_through_the_whole_dataset() -> None:
+    # the claim for a shuffling loader: every rank sees every sample each epoch, whatever the
+    # seed, so an epoch does the work once per rank
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        assert sorted(_loader_order(shuffle=True)) == DATASET

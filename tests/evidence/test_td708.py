@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torchdoctor.analysis.rules.api_symbols import DEPRECATED
+from torchdoctor.analysis.rules.api_symbols import DEFINING_MODULE_PATHS, DEPRECATED
 
 
 def spd() -> torch.Tensor:
@@ -85,8 +85,18 @@ def _restore_default_dtype():
     torch.set_default_dtype(dtype)
 
 
-WARNING_ENTRIES = sorted(q for q, s in DEPRECATED.items() if s.evidence == "warns")
-DOC_ENTRIES = sorted(q for q, s in DEPRECATED.items() if s.evidence == "docs")
+# each function once, under its public name (the defining-module paths are checked below)
+WARNING_ENTRIES = sorted(
+    q for q, s in DEPRECATED.items() if s.evidence == "warns" and q == s.qualname
+)
+DOC_ENTRIES = sorted(q for q, s in DEPRECATED.items() if s.evidence == "docs" and q == s.qualname)
+
+
+@pytest.mark.parametrize("path", sorted(DEFINING_MODULE_PATHS))
+def test_defining_module_path_is_the_public_object(path: str) -> None:
+    """`from torch.nn.utils.weight_norm import weight_norm` imports the very function
+    `torch.nn.utils.weight_norm` is: the rule reports it the same way."""
+    assert _resolve(path) is _resolve(DEFINING_MODULE_PATHS[path])
 
 
 @pytest.mark.parametrize("qualname", WARNING_ENTRIES)

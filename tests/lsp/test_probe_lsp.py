@@ -385,3 +385,49 @@ async def test_the_probe_runs_on_the_gpu_when_asked(lsp, tmp_path):
     assert report["device"]["kind"] == "cuda"
     assert report["memory"]["method"] == "cuda_allocator"
     assert report["params"]["total"] == TINYNET_PARAMS
+
+
+# ---- what the server lets a probe do -----------------------------------------------------------
+PROBE_FIXTURES = ROOT / "tests" / "probe" / "fixtures"
+
+
+async def test_a_file_outside_the_workspace_is_probed_only_once_it_is_open(lsp, tmp_path):
+    workspace, elsewhere = tmp_path / "workspace", tmp_path / "elsewhere"
+    workspace.mkdir()
+    elsewhere.mkdir()
+    outside = elsewhere / "models.py"
+    outside.write_text(MODELS, encoding="utf-8")
+    client = await lsp.start(capabilities=capabilities(), settings=SETTINGS, root=workspace)
+    with pytest.raises(JsonRpcException) as raised:
+        await probe(client, outside.as_uri(), "TinyNet")
+    assert raised.value.code == types.LSPErrorCodes.RequestFailed
+    assert "outside the workspace folders" in raised.value.message
+    assert not children_of(client._server.pid)  # refused before any runner started
+
+    open_document(client, outside.as_uri(), MODELS)  # the user opened it: now it is theirs
+    report = await probe(client, outside.as_uri(), "TinyNet")
+    assert report["params"]["total"] == TINYNET_PARAMS
+
+
+async def test_editor_probes_have_a_memory_limit_and_cannot_hold_up_shutdown(lsp, tmp_path):
+    settings = {"probe": {**SETTINGS["probe"], "memoryLimit": 1536}}
+    client = await lsp.start(capabilities=capabilities(), settings=settings, root=tmp_path)
+    grows = tmp_path / "grows.py"
+    grows.write_text((PROBE_FIXTURES / "grows_without_bound.py").read_text(), encoding="utf-8")
+    with pytest.raises(JsonRpcException) as raised:
+        await probe(client, grows.as_uri(), "GrowsWithoutBound")
+    assert "probe failed (oom)" in raised.value.message
+
+    # a model whose child leaves the session and keeps the runner's stderr pipe open
+    duration = f"303.{uuid.uuid4().int % 10**6:06d}"
+    leaves = (PROBE_FIXTURES / "leaves_session.py").read_text(encoding="utf-8")
+    leaves = leaves.replace('DURATION = "303"', f'DURATION = "{duration}"')
+    uri = (tmp_path / "leaves.py").as_uri()
+    open_document(client, uri, leaves)
+    report = await probe(client, uri, "LeavesSession")
+    assert report["params"]["total"] == 4 * 4 + 4
+    assert await asyncio.wait_for(client.shutdown_async(None), WAIT) is None
+    client.exit(None)
+    assert await asyncio.wait_for(client._server.wait(), WAIT) == 0
+    command_lines = [p.read_bytes() for p in Path("/proc").glob("[0-9]*/cmdline") if p.exists()]
+    assert not any(duration.encode() in line for line in command_lines)

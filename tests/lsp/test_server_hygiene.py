@@ -106,8 +106,11 @@ async def test_a_failing_request_answers_with_an_error_and_the_server_carries_on
     assert codes(after.diagnostics) == engine_codes("x = 1\n")
 
 
-async def test_a_probe_of_a_file_that_is_neither_open_nor_on_disk_fails_cleanly(shared, uri_of):
-    client = shared
+async def test_a_probe_of_a_file_that_is_neither_open_nor_on_disk_fails_cleanly(
+    lsp, uri_of, tmp_path
+):
+    # inside the workspace, so the refusal is about the missing file, not about where it is
+    client = await lsp.start(root=tmp_path)
     uri = uri_of("models.py")
     with pytest.raises(JsonRpcException) as raised:
         await client.workspace_execute_command_async(

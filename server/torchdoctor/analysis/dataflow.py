@@ -154,6 +154,12 @@ def names_with_history(expr: ast.AST) -> list[ast.Name]:
                 continue
             if isinstance(func, ast.Name) and func.id in GRAPH_CUTTING_FUNCTIONS:
                 continue
+            if isinstance(func, ast.Name):
+                # `netD(x)`, `criterion(out, y)`: the callee is a module or a function, whose
+                # parameters are leaves; only the arguments bring a graph into the result
+                stack.extend(node.args)
+                stack.extend(keyword.value for keyword in node.keywords)
+                continue
         if isinstance(node, ast.Attribute) and node.attr in ("data", "shape", "dtype", "device"):
             continue
         if isinstance(node, FUNCTION_NODES):

@@ -23,9 +23,7 @@ def analyse(doc: Document, config: Config | None = None) -> list[Finding]:
 
 
 def _analyse(doc: Document, config: Config) -> list[Finding]:
-    enabled = config.enabled_codes(doc.path)
-    if not enabled:
-        return []
+    enabled = config.enabled_codes(doc.path) | REGISTRY.always_on
     context = RuleContext(doc, doc.semantics, config)
     suppressions = find_suppressions(doc.index.lines)
     findings: list[Finding] = []

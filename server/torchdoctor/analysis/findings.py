@@ -81,6 +81,8 @@ class RuleInfo:
     summary: str
     fixable: bool
     enabled_by_default: bool = True
+    # reported whatever the selection says (a file that does not parse must never pass)
+    always_on: bool = False
 
 
 RuleCheck = Callable[["RuleContext"], Iterable[Finding]]
@@ -113,6 +115,10 @@ class Registry:
     def get(self, code: str) -> RuleInfo | None:
         return self.infos.get(code)
 
+    @property
+    def always_on(self) -> frozenset[str]:
+        return frozenset(code for code, info in self.infos.items() if info.always_on)
+
 
 REGISTRY = Registry()
 
@@ -125,11 +131,12 @@ def rule(
     *,
     fixable: bool,
     enabled_by_default: bool = True,
+    always_on: bool = False,
 ) -> Callable[[RuleCheck], RuleCheck]:
     """Register a check function as the rule `code`."""
 
     def register(check: RuleCheck) -> RuleCheck:
-        info = RuleInfo(code, name, severity, summary, fixable, enabled_by_default)
+        info = RuleInfo(code, name, severity, summary, fixable, enabled_by_default, always_on)
         REGISTRY.add(Rule(info, check))
         return check
 

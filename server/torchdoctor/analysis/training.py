@@ -18,8 +18,10 @@ from .semantics import (
     is_zeroing,
     position,
 )
+from .summaries import is_zeroing_scale
 
-ZEROING_ATTRS = ("zero_", "fill_", "detach_", "mul_")
+# `fill_`/`mul_` zero a gradient only with 0 (`mul_(1 / n)` averages it); `detach_` zeroes nothing
+ZEROING_ATTRS = ("zero_", "fill_", "mul_")
 EXIT_STATEMENTS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
 # Below these, code may not run on every pass through the loop around them: a branch, an
 # `except:`, a short-circuit, a comprehension, a nested function or class.
@@ -73,8 +75,12 @@ class TrainingStructure:
         sem = self.sem
         nodes: list[ast.AST] = []
         for attr, calls in sem.calls_by_attr.items():
-            if "zero_grad" in attr or attr in ZEROING_ATTRS:
+            if "zero_grad" in attr:
                 nodes.extend(call for call in calls if is_zeroing(sem, call))
+            elif attr in ZEROING_ATTRS:
+                nodes.extend(
+                    call for call in calls if is_zeroing(sem, call) and is_zeroing_scale(call)
+                )
         for call in sem.calls:
             if isinstance(call.func, ast.Name) and "zero_grad" in call.func.id:
                 nodes.append(call)
@@ -117,6 +123,27 @@ class TrainingStructure:
         if not names:
             return []
         return [call for call in self.sem.calls if _called_name(call) in names]
+
+    def calls_in(self, loop: Loop) -> list[ast.Call]:
+        """The calls in a loop's body (nested loops included, nested functions not), found by
+        walking that loop once when first asked: most loops are never asked about."""
+        cache: dict[int, list[ast.Call]] = self.sem.derived.setdefault("training:calls_in", {})
+        found = cache.get(id(loop))
+        if found is None:
+            found = cache[id(loop)] = []
+            stack: list[ast.AST] = [*loop.body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, FUNCTION_NODES):
+                    continue
+                if isinstance(node, ast.Call):
+                    found.append(node)
+                stack.extend(ast.iter_child_nodes(node))
+        return found
+
+    def steps_in(self, loop: Loop) -> list[ast.Call]:
+        """The optimizer steps that run in `loop` (directly or in a loop inside it)."""
+        return self._by_loop(self.step_calls).get(id(loop), [])  # type: ignore[return-value]
 
     def zeroing_in(self, loop: Loop) -> list[ast.AST]:
         found = self._by_loop(self.zeroing_nodes).get(id(loop), [])

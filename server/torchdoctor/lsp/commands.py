@@ -66,6 +66,7 @@ def register_commands(server: TorchDoctorServer) -> None:
             work_done_token=token,
             report_progress=progress.report,
             cancel=cancel,
+            workspace_folders=_workspace_folder_paths(ls),
         )
         outcome: probe_bridge.ProbeOutcome | None = None
         try:
@@ -80,6 +81,15 @@ def register_commands(server: TorchDoctorServer) -> None:
             ls.probes.generation += 1
             await _show_probe_results(ls, uri)
         return outcome.report_json
+
+
+def _workspace_folder_paths(ls: TorchDoctorServer) -> tuple[str, ...]:
+    """The workspace folders on disk (the root when the client named no folders)."""
+    uris = [folder.uri for folder in ls.workspace.folders.values()]
+    paths = [uri_to_path(uri) for uri in uris]
+    if ls.root_path:
+        paths.append(ls.root_path)
+    return tuple(dict.fromkeys(path for path in paths if path))
 
 
 async def _show_probe_results(ls: TorchDoctorServer, uri: str) -> None:

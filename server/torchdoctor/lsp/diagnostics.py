@@ -14,7 +14,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..analysis import Config, Document, Finding, Severity, analyse
+from ..analysis import REGISTRY, Config, Document, Finding, Severity, analyse
 from ..docs import doc_url
 from .outline import Outline
 from .positions import PositionMapper
@@ -101,6 +101,8 @@ def run_rules(document: Document, config: Config) -> tuple[list[Finding], list[s
     """All findings; when a rule crashes on some half-typed code, the other rules still report.
 
     The engine runs every rule in one call, so a crash is isolated by re-running rule by rule.
+    The always-on rules (TD000) run in every one of those calls: each run keeps only the
+    findings of its own rule, so a syntax error is shown once.
     """
     try:
         return analyse(document, config), []
@@ -108,9 +110,10 @@ def run_rules(document: Document, config: Config) -> tuple[list[Finding], list[s
         log.exception("the analysis of %s failed; running the rules one by one", document.path)
     findings: list[Finding] = []
     failed: list[str] = []
-    for code in sorted(config.enabled_codes(document.path)):
+    for code in sorted(config.enabled_codes(document.path) | REGISTRY.always_on):
         try:
-            findings.extend(analyse(document, replace(config, select=(code,), extend_select=())))
+            alone = analyse(document, replace(config, select=(code,), extend_select=()))
+            findings.extend(finding for finding in alone if finding.code == code)
         except Exception:
             log.exception("rule %s failed on %s", code, document.path)
             failed.append(code)

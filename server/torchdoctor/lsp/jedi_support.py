@@ -1,9 +1,13 @@
 """Signatures and docstrings of torch APIs from jedi, for hovers.
 
-jedi inspects the user's interpreter (where their torch lives) through a helper process of that
-interpreter, so torch is never imported here. Loading torch's stubs takes jedi seconds (minutes
-of CPU on a cold cache), so all jedi work runs on one background thread: a warm-up starts after
-`initialized`, and until it is done hovers answer with the pitfall note alone.
+jedi inspects the user's interpreter (where their torch lives) through a process of that
+interpreter, so torch is never imported here. jedi writes that process's command line (a script of
+jedi's own, so the working folder is not on its `sys.path`) but takes its environment from us: it
+gets the isolated one, so PYTHONPATH, PYTHONSTARTUP or a user site cannot make it run code.
+
+Loading torch's stubs takes jedi seconds (minutes of CPU on a cold cache), so all jedi work runs
+on one background thread: a warm-up starts after `initialized`, and until it is done hovers
+answer with the pitfall note alone.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ..isolation import isolated_environment
+from .probe_bridge import probe_interpreter
 from .worker import DaemonWorker
 
 log = logging.getLogger(__name__)
@@ -55,6 +61,7 @@ class JediSupport:
         self.state = JediState.OFF
         self._key: tuple[str, str] | None = None  # (interpreter, project root) of the warm-up
         self._project: Any = None
+        self._environment: Any = None  # jedi's Environment: its process has the isolated env
         self._cache: dict[str, ApiDoc | None] = {}
 
     def start(self, interpreter: str, root: str | None) -> Future[WarmUp] | None:
@@ -104,13 +111,24 @@ class JediSupport:
         started = time.perf_counter()
         tolerate_truncated_parso_cache()
         try:
-            if interpreter:
-                # safe=False: the user chose this interpreter; jedi's "safe" check refuses
-                # interpreters outside known locations (conda, pyenv shims)
-                environment = jedi.create_environment(interpreter, safe=False)
-            else:
-                environment = jedi.get_default_environment()
-            self._project = jedi.Project(root, environment_path=environment.executable)
+            # The interpreter the probe runs in (with no setting: the active virtual or conda
+            # environment, else ours), as jedi.get_default_environment() would pick it; but that
+            # starts its process with our environment as it is, so the choice is made here.
+            # safe=False: the user chose this interpreter; jedi's "safe" check refuses
+            # interpreters outside known locations (conda, pyenv shims)
+            environment = jedi.create_environment(
+                probe_interpreter(interpreter),
+                safe=False,
+                env_vars=isolated_environment(os.environ),
+            )
+            # No environment_path: from a path the project would start a second process of its
+            # own, with our environment as it is; every Script gets `environment` instead.
+            # load_unsafe_extensions=False (jedi's default, spelt out because it matters): the
+            # workspace's own files are parsed, never imported; compiled modules are loaded
+            # only from the interpreter's sys.path, which the isolated environment keeps free of
+            # PYTHONPATH folders
+            self._environment = environment
+            self._project = jedi.Project(root, load_unsafe_extensions=False)
             doc = self._look_up(WARM_UP_PROBE)  # raises: a broken jedi is not "no torch"
             self._cache[WARM_UP_PROBE] = doc
         except Exception:
@@ -139,7 +157,12 @@ class JediSupport:
         # `import torch.nn.functional` makes jedi load exactly the module the name lives in;
         # for a class attribute (torch.Tensor.view) the import of the package is enough
         source = f"import {_importable(module)}\n{qualname}"
-        script = jedi.Script(source, path="torchdoctor_hover.py", project=self._project)
+        script = jedi.Script(
+            source,
+            path="torchdoctor_hover.py",
+            project=self._project,
+            environment=self._environment,
+        )
         names = script.infer(2, len(qualname))
         return _api_doc(names[0]) if names else None
 

@@ -5,18 +5,21 @@ runs `probe/client.py` in a warm worker of the user's interpreter (torch stays i
 between probes; the server itself never imports torch), reports progress through
 `request.report_progress`, and returns the report. A probe that cannot finish becomes an LSP
 error whose message names the user's file and line; a cancelled one becomes RequestCancelled.
+
+A probe runs the user's code, so the server probes only what the user put in front of it: a
+file inside a workspace folder, or one open in the editor. Probes it starts get an
+address-space limit by default (the `probe.memoryLimit` setting), so a model that allocates
+without end fails with an out-of-memory error instead of making the machine swap.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import signal
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lsprotocol import types
@@ -61,6 +64,8 @@ class ProbeRequest:
     report_progress: Callable[[str, int | None], None]
     # set when the client cancels: the runner's whole process group is killed
     cancel: asyncio.Event
+    # the workspace folders' paths: a file outside them is probed only when open in the editor
+    workspace_folders: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,17 +90,49 @@ def probe_interpreter(setting: str) -> str:
     return sys.executable
 
 
+def probe_memory_limit(setting_mib: int | None) -> int | None:
+    """Bytes of address space for an editor-started probe: the setting (MiB; 0 turns the
+    limit off), by default half of this machine's physical memory (None when unknown)."""
+    if setting_mib is not None:
+        return setting_mib * 1024 * 1024 if setting_mib > 0 else None
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return physical // 2 if physical > 0 else None
+
+
+def outside_workspace(path: str, folders: tuple[str, ...]) -> bool:
+    """True when `path` (symlinks resolved) is inside none of the workspace folders."""
+    real = os.path.realpath(path)
+    for folder in folders:
+        root = os.path.realpath(folder)
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+            return False
+    return True
+
+
 class ProbeRunner:
     """Runs probes in warm workers, one per interpreter, owned by the server."""
 
     def __init__(self) -> None:
         self._pool = WorkerPool(ProbeLimits(), max_workers=WARM_INTERPRETERS)
-        self._interpreters: set[str] = set()
 
     async def run(self, request: ProbeRequest) -> ProbeOutcome:
         python = probe_interpreter(request.interpreter)
         display = request.path or request.uri
+        if request.source is None and request.path is not None:
+            if outside_workspace(request.path, request.workspace_folders):
+                raise ProbeFailedError(
+                    f"cannot probe {request.class_name}: {request.path} is outside the "
+                    "workspace folders; open it in the editor to probe it"
+                )
         request.report_progress(f"Starting {os.path.basename(python)}", 0)
+        limits = replace(
+            self._pool.limits,
+            timeout_s=request.probe.timeout,
+            memory_limit_bytes=probe_memory_limit(request.probe.memory_limit),
+        )
         try:
             with probe_source(request.path, request.source, display) as source:
                 options = ProbeOptions(
@@ -105,14 +142,14 @@ class ProbeRunner:
                     device=request.probe.device,
                     iters=request.probe.iters,
                     cwd=_existing_folder(request.path),
+                    origin=source.origin,
                 )
-                self._interpreters.add(python)
                 final = await self._pool.probe(
                     python,
                     options,
                     on_event=lambda event: _report(request, event),
                     cancel=request.cancel,
-                    timeout_s=request.probe.timeout,
+                    limits=limits,
                 )
                 answer = source.to_user(_event_json(final))
         except (ProbeArgumentError, FileNotFoundError) as error:
@@ -130,11 +167,7 @@ class ProbeRunner:
 
     def kill_now(self) -> None:
         """At exit, when there is no event loop left to close the workers with."""
-        for python in self._interpreters:
-            pid = self._pool.pid(python)
-            if pid is not None:
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
+        self._pool.kill_now()
 
 
 def _existing_folder(path: str | None) -> str | None:

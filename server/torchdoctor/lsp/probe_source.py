@@ -1,9 +1,14 @@
 """The file the probe imports for an open document.
 
 The runner imports a file from disk, but the editor's text may be unsaved. When it differs from
-the file, the text is written to a hidden-by-name copy in the same folder (so the user's sibling
-imports and package-relative imports still resolve), and every path in the runner's answer is
-mapped back to the user's file. The copy has the same lines, so line numbers need no mapping.
+the file, the text is written to a copy in a private temporary folder, never in the user's
+folder: the runner is told the user's file (`origin`) and resolves sibling and package-relative
+imports from there. Every path in the runner's answer is mapped back to the user's file; the
+copy has the same lines, so line numbers need no mapping.
+
+The copy is removed when the probe ends. A server that is killed cannot do that, so each new
+copy first removes the folders that servers no longer running left behind (each folder is
+named after the process that made it).
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 COPY_PREFIX = "_torchdoctor_probe_"
+FOLDER_PREFIX = "torchdoctor-probe-"  # then the pid of the server that made it, and a suffix
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class ProbeSource:
     user_path: str  # what the user reads in errors and the report: their file (or the URI)
     probe_path: str  # what the runner imports
     aliases: tuple[str, ...] = ()  # spellings of probe_path the runner may report
+    origin: str | None = None  # the user's file on disk when probe_path is a copy of its text
 
     def to_user(self, value: Any) -> Any:
         """`value` (a decoded JSON report or error) with the copy's path replaced by the user's."""
@@ -53,18 +59,20 @@ def probe_source(path: str | None, text: str | None, display: str) -> Iterator[P
         yield ProbeSource(user_path=path, probe_path=path)
         return
     assert text is not None
-    folder, own_folder = _copy_folder(path)
+    remove_abandoned_copies()
+    folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
     stem = re.sub(r"\W", "_", Path(path).stem if path else "untitled")
-    copy = os.path.join(folder, f"{COPY_PREFIX}{stem}_{secrets.token_hex(4)}.py")
+    copy = os.path.join(folder, f"{COPY_PREFIX}{stem}.py")
     try:
         with open(copy, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
         aliases = tuple(dict.fromkeys((copy, os.path.realpath(copy))))
-        yield ProbeSource(user_path=path or display, probe_path=copy, aliases=aliases)
+        origin = os.path.abspath(path) if path is not None else None
+        yield ProbeSource(
+            user_path=path or display, probe_path=copy, aliases=aliases, origin=origin
+        )
     finally:
-        _remove_copy(copy)
-        if own_folder:
-            shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _on_disk(path: str) -> str | None:
@@ -75,22 +83,41 @@ def _on_disk(path: str) -> str | None:
         return None
 
 
-def _copy_folder(path: str | None) -> tuple[str, bool]:
-    """The user's folder when it exists and is writable, else a private temporary one (sibling
-    imports then fail, which the error message shows)."""
-    if path is not None:
-        folder = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(folder) and os.access(folder, os.W_OK):
-            return folder, False
-    return tempfile.mkdtemp(prefix="torchdoctor-probe-"), True
+def remove_abandoned_copies(temporary: str | None = None) -> list[str]:
+    """Remove the copy folders whose server process is gone; returns the folders removed.
+    Only folders this user owns are touched."""
+    root = temporary or tempfile.gettempdir()
+    removed: list[str] = []
+    if os.name == "nt":  # os.kill(pid, 0) is no liveness test there; the OS cleans %TEMP%
+        return removed
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        owner = _owner_pid(entry.name)
+        if owner is None or _process_exists(owner):
+            continue
+        with contextlib.suppress(OSError):
+            if not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
+                continue
+            shutil.rmtree(entry.path)
+            removed.append(entry.path)
+    return removed
 
 
-def _remove_copy(copy: str) -> None:
-    """The copy and the bytecode the import left for it in __pycache__."""
-    with contextlib.suppress(OSError):
-        os.remove(copy)
-    cache = Path(copy).parent / "__pycache__"
-    if cache.is_dir():
-        for compiled in cache.glob(f"{Path(copy).stem}.*.pyc"):
-            with contextlib.suppress(OSError):
-                compiled.unlink()
+def _owner_pid(name: str) -> int | None:
+    if not name.startswith(FOLDER_PREFIX):
+        return None
+    pid, _, _suffix = name[len(FOLDER_PREFIX) :].partition("-")
+    return int(pid) if pid.isdigit() else None
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # alive, under another user (or we cannot tell: keep its folder)
+    return True

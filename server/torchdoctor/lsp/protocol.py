@@ -13,11 +13,19 @@
   Notifications (every didChange is handled by a generator) and the inner steps of generator
   handlers get a fresh id that is never removed: about 1.5 KB per keystroke, kept for the life of
   the server. Each future is now forgotten once it is done.
+- The lifecycle the LSP specification asks for, which pygls 2.1 does not keep
+  (pygls/protocol/json_rpc.py, `JsonRPCProtocol.handle_message`): a request before `initialize`
+  is answered with ServerNotInitialized (pygls ran it on a server with no client facts) and a
+  notification then is dropped, except `exit`; a request after `shutdown` is answered with
+  InvalidRequest (pygls logged it and never answered, so the client waited for ever).
+- Bytes that are not a message get a ParseError, and a message that is not a JSON-RPC request,
+  notification or response an InvalidRequest (framing.py and transport.py read the stream).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Generator
 from concurrent.futures import Future
@@ -26,10 +34,16 @@ from functools import partial
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+    JsonRpcServerNotInitialized,
+)
 from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from .framing import request_id_in
 from .request_cancellation import REQUEST_ID
 
 log = logging.getLogger("torchdoctor.lsp")
@@ -48,6 +62,45 @@ class _AnsweredRequest:
 
 
 class TorchDoctorProtocol(LanguageServerProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initialize_received = False
+        self.shutdown_received = False  # from the moment the request arrives, not when answered
+
+    # ---- reading ---------------------------------------------------------------------------
+    def receive_body(self, body: bytes) -> None:
+        """One message's bytes, as the transport cut them out of the stream."""
+        try:
+            message = json.loads(body, object_hook=self.structure_message)
+        except ValueError as error:  # not JSON, or not UTF-8
+            self.receive_unreadable(request_id_in(body), f"the message is not JSON: {error}")
+            return
+        except Exception as error:  # a notification whose params cannot be read
+            log.warning("unreadable message: %s", error)
+            self._server._report_server_error(error, JsonRpcException)
+            return
+        if not hasattr(message, "jsonrpc"):
+            # valid JSON that is no JSON-RPC message: a batch, a number, an object without it
+            request_id = message.get("id") if isinstance(message, dict) else None
+            self._answer_error(request_id, JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
+            return
+        self.handle_message(message)
+
+    def receive_unreadable(self, request_id: int | str | None, reason: str) -> None:
+        self._answer_error(request_id, JsonRpcParseError(reason))
+
+    def _answer_error(self, request_id: Any, error: JsonRpcException) -> None:
+        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+            request_id = None
+        # written by hand: pygls' converter leaves out an id of None, which JSON-RPC requires
+        self._send_data(
+            {
+                "jsonrpc": self.VERSION,
+                "id": request_id,
+                "error": {"code": error.code, "message": error.message},
+            }
+        )
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
             return super().structure_message(data)
@@ -57,13 +110,48 @@ class TorchDoctorProtocol(LanguageServerProtocol):
             is_request = "id" in data and "method" in data and "error" not in data
             if not is_request or not isinstance(data["id"], (int, str)):
                 raise
+            # the lifecycle comes first: a request it refuses is refused whatever its params
+            error = self._refusal(data["method"]) or error
             log.warning("answering %s %r with %s", data["method"], data["id"], error)
             self._send_response(data["id"], error=error.to_response_error())
             return _AnsweredRequest()
 
+    # ---- lifecycle -------------------------------------------------------------------------
     def handle_message(self, message: Any) -> None:
-        if not isinstance(message, _AnsweredRequest):
-            super().handle_message(message)
+        if isinstance(message, _AnsweredRequest):
+            return
+        method = getattr(message, "method", None)
+        is_request = method is not None and hasattr(message, "id")
+        refusal = self._refusal(method)
+        if refusal is not None:
+            if is_request:
+                log.warning("refusing %s %r: %s", method, message.id, refusal.message)
+                self._answer_error(message.id, refusal)
+            return
+        if message.jsonrpc != self.VERSION and is_request:
+            self._answer_error(message.id, JsonRpcInvalidRequest('jsonrpc must be "2.0"'))
+            return
+        if method == types.INITIALIZE:
+            self.initialize_received = True
+        elif method == types.SHUTDOWN:
+            self.shutdown_received = True
+        super().handle_message(message)
+
+    def _refusal(self, method: str | None) -> JsonRpcException | None:
+        """Why the lifecycle does not allow this message now (None: it does). Notifications are
+        dropped instead of answered; `exit` is always allowed, and so are responses (method
+        None): they answer the server's own requests."""
+        if method is None or method == types.EXIT:
+            return None
+        if self.shutdown_received:
+            return JsonRpcInvalidRequest("the server is shutting down: only `exit` is accepted")
+        if not self.initialize_received:
+            if method == types.INITIALIZE:
+                return None
+            return JsonRpcServerNotInitialized("the server has not received `initialize` yet")
+        if method == types.INITIALIZE:
+            return JsonRpcInvalidRequest("`initialize` may be sent only once")
+        return None
 
     def _execute_handler(
         self,
@@ -91,6 +179,7 @@ class TorchDoctorProtocol(LanguageServerProtocol):
     def _user_handler(self, method: str) -> Any:
         return self.fm.features.get(method)
 
+    # ---- handlers ----------------------------------------------------------------------------
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(
         self, params: types.DidOpenTextDocumentParams

@@ -3,6 +3,9 @@
 An edit that arrives while the document is being analysed marks it dirty; when the run ends,
 one follow-up run takes the latest text, however many edits came in between. A result whose
 version (or settings generation) is no longer current is dropped, never published.
+
+A large document takes seconds to analyse; large documents take turns in a lane of their own,
+so that however many of them are open, the other documents always have a thread.
 """
 
 from __future__ import annotations
@@ -17,9 +20,16 @@ from .diagnostics import AnalysisResult
 
 log = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True)
+class AnalysisJob:
+    run: Callable[[], AnalysisResult]
+    large: bool = False  # runs in the lane for large documents
+
+
 # Builds the job for a document's current state on the event loop (taking a snapshot of its
 # text, version and settings); the job then runs in a worker thread. None: nothing to analyse.
-PrepareJob = Callable[[str], Callable[[], AnalysisResult] | None]
+PrepareJob = Callable[[str], AnalysisJob | None]
 IsCurrent = Callable[[AnalysisResult], bool]
 OnResult = Callable[[AnalysisResult], None]
 
@@ -41,11 +51,13 @@ class AnalysisScheduler:
         self,
         *,
         executor: Executor,
+        large_executor: Executor,
         prepare: PrepareJob,
         is_current: IsCurrent,
         on_result: OnResult,
     ) -> None:
         self._executor = executor
+        self._large_executor = large_executor
         self._prepare = prepare
         self._is_current = is_current
         self._on_result = on_result
@@ -95,8 +107,9 @@ class AnalysisScheduler:
                 job = self._prepare(uri)
                 if job is None:
                     break
+                executor = self._large_executor if job.large else self._executor
                 try:
-                    result = await loop.run_in_executor(self._executor, job)
+                    result = await loop.run_in_executor(executor, job.run)
                 except Exception:
                     log.exception("analysis of %s failed", uri)
                     continue

@@ -7,15 +7,17 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
@@ -30,17 +32,22 @@ from .outline import Outline, build_outline
 from .pitfall_notes import NOTES
 from .positions import UTF16
 from .probe_bridge import probe_interpreter
+from .probe_format import size as byte_size
 from .probe_state import ProbeState
 from .project_config import ProjectConfigs, effective_config
 from .protocol import TorchDoctorProtocol
 from .runtime_diagnostics import runtime_diagnostics
-from .scheduler import AnalysisScheduler
+from .scheduler import AnalysisJob, AnalysisScheduler
 from .settings import ParsedSettings, Settings
 from .threadsafe_ast import serialise_ast_parse
+from .transport import serve_messages, stdin_chunks, stream_chunks
 
 log = logging.getLogger("torchdoctor.lsp")
 
 ANALYSIS_THREADS = 2  # analyses of different documents may overlap; one document never does
+# Documents from this size on (about 7,000 lines) take a second or more to analyse: they take
+# turns in a lane of their own (scheduler.py)
+LARGE_DOCUMENT_BYTES = 256 * 1024
 # While an analysis holds the GIL, the event-loop thread waits up to one switch interval for
 # each message it handles (5 ms by default): a burst of keystrokes then queues up behind the
 # analysis. A shorter interval lets edits and hovers through at once.
@@ -48,6 +55,8 @@ SWITCH_INTERVAL = 0.0005
 
 
 class TorchDoctorServer(LanguageServer):
+    protocol: TorchDoctorProtocol
+
     def __init__(self) -> None:
         super().__init__(
             "torchdoctor",
@@ -74,8 +83,10 @@ class TorchDoctorServer(LanguageServer):
         self._shown_problems: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
         self.analysis_pool = ThreadPoolExecutor(ANALYSIS_THREADS, thread_name_prefix="analysis")
+        self.large_analysis_pool = ThreadPoolExecutor(1, thread_name_prefix="large-analysis")
         self.scheduler = AnalysisScheduler(
             executor=self.analysis_pool,
+            large_executor=self.large_analysis_pool,
             prepare=self._prepare_analysis,
             is_current=self._is_current,
             on_result=self._on_result,
@@ -167,11 +178,17 @@ class TorchDoctorServer(LanguageServer):
         return config
 
     # ---- analysis --------------------------------------------------------------------------
-    def _prepare_analysis(self, uri: str) -> Any:
+    def _prepare_analysis(self, uri: str) -> AnalysisJob | None:
         document = self.documents.get(uri)
         if document is None or not self.settings.enable:
             return None
-        return partial(
+        size = document.utf8_size()
+        limit = self.settings.max_document_size
+        if limit and size > limit:
+            self._skip_too_large(document, size, limit)
+            return None
+        document.told_too_large = False
+        run = partial(
             analyse_version,
             uri=uri,
             version=document.version,
@@ -184,6 +201,23 @@ class TorchDoctorServer(LanguageServer):
             encoding=self.encoding,
             locale=self.locale,
         )
+        return AnalysisJob(run, large=size >= LARGE_DOCUMENT_BYTES)
+
+    def _skip_too_large(self, document: OpenDocument, size: int, limit: int) -> None:
+        """No analysis (parsing alone would hold the server for seconds): one message per
+        document, and the diagnostics of its last smaller version are taken away."""
+        if document.told_too_large:
+            return
+        document.told_too_large = True
+        name = Path(document.path).name if document.path else document.uri
+        text = (
+            f"torchdoctor does not analyse {name}: it is {byte_size(size)}, over the "
+            f"{byte_size(limit)} limit of the setting torchdoctor.maxDocumentSize"
+        )
+        log.warning("%s", text)
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Info, text))
+        if not self.pull_diagnostics:
+            self.publish(document.uri, [], document.version)
 
     def _is_current(self, result: AnalysisResult) -> bool:
         document = self.documents.get(result.uri)
@@ -285,6 +319,42 @@ class TorchDoctorServer(LanguageServer):
         log.info("%s", message)
         self.window_log_message(types.LogMessageParams(kind, message))
 
+    # ---- transports: pygls' own, with our reader (transport.py) ------------------------------
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        self._stop_event = stop = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+
+        async def read() -> None:
+            await serve_messages(stdin_chunks(stdin or sys.stdin.buffer), self.protocol, stop)
+
+        try:
+            asyncio.run(read())
+        except BrokenPipeError:
+            log.error("the client has gone (broken pipe)")
+        except (KeyboardInterrupt, SystemExit):  # SystemExit: the `exit` notification
+            pass
+        finally:
+            self.shutdown()
+
+    def start_tcp(self, host: str, port: int) -> None:
+        self._stop_event = stop = threading.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)  # type: ignore[arg-type]
+            await serve_messages(stream_chunks(reader), self.protocol, stop)
+            self.shutdown()
+
+        async def listen() -> None:
+            self._server = await asyncio.start_server(connection, host, port)
+            log.info("listening on %s:%s", host, port)
+            async with self._server:
+                await self._server.serve_forever()
+
+        try:
+            asyncio.run(listen())
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
+            pass
+
     # ---- errors ----------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A handler raised. Requests already answer with an LSP error; for notifications the
@@ -296,6 +366,7 @@ class TorchDoctorServer(LanguageServer):
         self.jedi.shutdown()
         self.probes.runner.kill_now()  # a worker left after a client that never sent shutdown
         self.analysis_pool.shutdown(wait=False, cancel_futures=True)
+        self.large_analysis_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def configure_logging(log_file: Path | str | None) -> None:

@@ -17,6 +17,7 @@ from ..analysis import REGISTRY, Severity
 SECTION = "torchdoctor"
 LOCALES = ("auto", "en", "zh-CN")
 DEVICES = ("auto", "cpu", "cuda")
+MAX_DOCUMENT_SIZE = 2 * 1024 * 1024  # bytes of UTF-8; parsing 2 MiB of Python takes about a second
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class ProbeSettings:
     device: str = "auto"
     iters: int = 20
     timeout: float = 120.0
+    # MiB of address space for probes started from the editor; None: half the machine's
+    # memory (see probe_bridge.probe_memory_limit), 0: no limit
+    memory_limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ class Settings:
     inlay_hints: bool = True
     # jedi needs seconds of CPU to load torch's stubs; on a slow machine users may turn it off
     hover_signatures: bool = True
+    # documents past this many bytes are not analysed (0: no limit)
+    max_document_size: int = MAX_DOCUMENT_SIZE
     probe: ProbeSettings = field(default_factory=ProbeSettings)
 
 
@@ -62,9 +68,12 @@ KEYS = {
     "inlay_hints": "inlay_hints",
     "hoverSignatures": "hover_signatures",
     "hover_signatures": "hover_signatures",
+    "maxDocumentSize": "max_document_size",
+    "max_document_size": "max_document_size",
     "probe": "probe",
 }
-PROBE_KEYS = ("device", "iters", "timeout")
+PROBE_KEYS = ("device", "iters", "timeout", "memoryLimit", "memory_limit")
+MIN_PROBE_MEMORY_MIB = 256  # less cannot even import torch
 IGNORED_KEYS = {"trace"}  # `torchdoctor.trace.server` belongs to the VS Code client
 
 
@@ -189,6 +198,12 @@ def _interpreter(value: Any) -> str:
     return path
 
 
+def _byte_count(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise SettingError(f"expected a number of bytes (0: no limit), not {_describe(value)}")
+
+
 _PARSERS = {
     "enable": _boolean,
     "select": _codes,
@@ -199,6 +214,7 @@ _PARSERS = {
     "code_lens": _boolean,
     "inlay_hints": _boolean,
     "hover_signatures": _boolean,
+    "max_document_size": _byte_count,
 }
 
 
@@ -224,6 +240,17 @@ def _parse_probe(raw: Mapping[str, Any], problems: list[str]) -> ProbeSettings:
                 problems.append(
                     f"`probe.iters`: expected a whole number from 1 to 1000, not "
                     f"{_describe(value)}; using {defaults.iters}"
+                )
+        elif key in ("memoryLimit", "memory_limit"):
+            if value is None or (
+                type(value) is int and (value == 0 or value >= MIN_PROBE_MEMORY_MIB)
+            ):
+                values["memory_limit"] = value
+            else:
+                problems.append(
+                    f"`probe.memoryLimit`: expected MiB (at least {MIN_PROBE_MEMORY_MIB}), 0 for "
+                    f"no limit or null for half the machine's memory, not {_describe(value)}; "
+                    "using half the machine's memory"
                 )
         else:
             if isinstance(value, int | float) and not isinstance(value, bool) and value >= 5:

@@ -1,12 +1,16 @@
 """Run the probe runner under the user's interpreter and stream its events back.
 
 This side never imports torch. Each runner process is started without a shell, in a process
-group of its own (``start_new_session``), so a time-out or a cancellation kills the runner
-and everything it started. Two ways to run:
+group of its own (``start_new_session``), in the interpreter's own environment (not the
+server's: see `runner_environment`). A time-out or a cancellation kills the runner and
+everything it started, wherever that moved (`ProcessTree`), and no wait here outlasts its
+bound: a process that keeps our pipes open cannot hold up a probe or the server's shutdown.
+The runner runs each probe in a fresh child it forks (see runner.py), so nothing of one probe
+survives into the next. Two ways to run:
 
 - `run_probe` / `stream_probe`: a fresh runner per probe (pays ``import torch`` each time);
-- `WorkerPool`: one warm runner per interpreter that keeps torch imported and re-imports the
-  user's file for every probe; it is restarted when it dies.
+- `WorkerPool`: one warm runner per interpreter that keeps torch imported; it is restarted
+  when it dies.
 
 Every probe ends in exactly one final event: a `ResultEvent`, or an `ErrorEvent` whose kind
 says what went wrong (runner kinds, or "spawn", "exited", "protocol", "timeout", "flood",
@@ -18,10 +22,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import itertools
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -29,6 +33,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .cgroup import RunnerCgroup
+from .process_tree import ProcessTree, group_alive
 from .schema import (
     ErrorEvent,
     FinalEvent,
@@ -44,6 +50,25 @@ DEVICES = ("auto", "cpu", "cuda")
 _TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INPUT_CHARACTERS = re.compile(r"[\w\s(),:;\[\]]*")
 _FAULTHANDLER_FRAME = re.compile(r'File "(?P<file>.+)", line (?P<line>\d+) in (?P<function>\S+)')
+# Variables that make a Python import from elsewhere or read and write text differently. The
+# server's own start sets several (its bundled libraries on PYTHONPATH, UTF-8 mode): the
+# user's interpreter gets none of them, so their model runs as it would from their shell.
+SERVER_PYTHON_VARIABLES = (
+    "PYTHONHOME",
+    "PYTHONUTF8",
+    "PYTHONIOENCODING",
+    "PYTHONSAFEPATH",
+    "PYTHONNOUSERSITE",
+    "PYTHONSTARTUP",
+    "PYTHONINSPECT",
+    "PYTHONEXECUTABLE",
+    "__PYVENV_LAUNCHER__",
+    "TORCHDOCTOR_SERVER_PYTHONPATH",
+)
+# A PYTHONPATH entry holding one of these is the server's (its bundle or source checkout).
+SERVER_PACKAGES = ("torchdoctor", "pygls", "lsprotocol")
+RECORD_INTERVAL_S = 0.5  # how often the processes below a running probe are noted
+EXIT_WAIT_S = 5.0  # the longest wait for a killed runner to be reaped and its pipes to close
 
 EventCallback = Callable[[ProbeEvent], None]
 
@@ -66,6 +91,9 @@ class ProbeOptions:
     explain: bool = False
     timing_budget_s: float = 4.0
     cwd: str | None = None
+    origin: str | None = None
+    """The user's file when `file` is a copy of its unsaved text (sibling and relative
+    imports then resolve from the user's folder and package)."""
 
     def validated(self) -> ProbeOptions:
         """A copy with an absolute file path; ProbeArgumentError when anything is off."""
@@ -95,9 +123,10 @@ class ProbeOptions:
             )
         if self.cwd is not None and not os.path.isdir(self.cwd):
             raise ProbeArgumentError(f"cwd is not a directory: {self.cwd}")
-        return replace(self, file=path)
+        origin = os.path.abspath(self.origin) if self.origin is not None else None
+        return replace(self, file=path, origin=origin)
 
-    def runner_arguments(self) -> list[str]:
+    def runner_arguments(self, memory_limit_bytes: int | None = None) -> list[str]:
         arguments = [
             "--file", self.file,
             "--target", self.target,
@@ -114,10 +143,16 @@ class ProbeOptions:
             arguments.append("--explain")
         if self.cwd is not None:
             arguments += ["--cwd", self.cwd]
+        if self.origin is not None:
+            arguments += ["--origin", self.origin]
+        if memory_limit_bytes:
+            arguments += ["--memory-limit", str(memory_limit_bytes)]
         return arguments
 
-    def worker_request(self, request_id: str) -> dict[str, Any]:
-        return {
+    def worker_request(
+        self, request_id: str, memory_limit_bytes: int | None = None
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
             "id": request_id,
             "file": self.file,
             "target": self.target,
@@ -130,6 +165,11 @@ class ProbeOptions:
             "timing_budget_s": self.timing_budget_s,
             "cwd": self.cwd,
         }
+        if self.origin is not None:
+            request["origin"] = self.origin
+        if memory_limit_bytes:
+            request["memory_limit_bytes"] = memory_limit_bytes
+        return request
 
 
 def _is_int_in(value: object, low: int, high: int) -> bool:
@@ -144,8 +184,9 @@ class ProbeLimits:
     """Wall-clock limit per probe, a cold worker's start included; the runner's whole process
     group is killed after it."""
     memory_limit_bytes: int | None = None
-    """RLIMIT_AS for the runner (address space, not resident memory). Leave it None with
-    CUDA: the CUDA driver reserves far more address space than it uses."""
+    """RLIMIT_AS for each probe (address space, not resident memory), set in the child that
+    runs it. A probe on CUDA runs without it: the driver reserves far more address space
+    than it uses."""
     max_output_bytes: int = 64 * 1024 * 1024
     """Most stdout bytes one probe may produce before it is stopped as a flood."""
     max_line_bytes: int = 16 * 1024 * 1024
@@ -172,38 +213,27 @@ def resolve_interpreter(python: str) -> str | None:
     return None
 
 
-def _memory_limiter(limit: int) -> Callable[[], None]:
-    def apply_limit() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply_limit
+def runner_environment(server_environment: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment the user's interpreter starts with: the server's, less what the server's
+    own start added for its Python (see SERVER_PYTHON_VARIABLES); PYTHONPATH keeps only the
+    entries that are not the server's libraries."""
+    environment = dict(os.environ if server_environment is None else server_environment)
+    for name in SERVER_PYTHON_VARIABLES:
+        environment.pop(name, None)
+    python_path = environment.pop("PYTHONPATH", "")
+    kept = [
+        entry
+        for entry in python_path.split(os.pathsep)
+        if entry and not any(os.path.isdir(os.path.join(entry, p)) for p in SERVER_PACKAGES)
+    ]
+    if kept:
+        environment["PYTHONPATH"] = os.pathsep.join(kept)
+    return environment
 
 
 def process_group_alive(pgid: int) -> bool:
     """True while any non-zombie process is left in the group."""
-    proc = Path("/proc")
-    if proc.is_dir():
-        for entry in proc.iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            # Fields after the command name (which may contain spaces and parentheses).
-            fields = stat.rsplit(")", 1)[-1].split()
-            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-                return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return group_alive(pgid)
 
 
 class _StderrTail:
@@ -239,11 +269,17 @@ class _StderrTail:
 
 
 class _RunnerProcess:
-    """One runner process in its own process group, with its stdout read line by line."""
+    """One runner process in its own process group, with its stdout read line by line. Its
+    stdin is a pipe kept open for as long as the runner lives: when this process dies, the
+    runner reads end of file and stops its probe."""
 
     def __init__(self, process: asyncio.subprocess.Process, limits: ProbeLimits) -> None:
         self.process = process
         self.limits = limits
+        self.tree = ProcessTree(process.pid)
+        # where allowed, a cgroup holds everything forked under the runner (see cgroup.py);
+        # the runner imports torch before it forks anything, so nothing starts outside it
+        self.cgroup = RunnerCgroup.create(process.pid)
         self.stderr = _StderrTail(limits.stderr_tail_bytes)
         self.stderr_flood = asyncio.Event()
         self._stderr_budget: tuple[int, int] | None = None  # (mark, most bytes after it)
@@ -254,24 +290,25 @@ class _RunnerProcess:
         return self.process.pid
 
     @classmethod
-    async def spawn(
-        cls, python: str, arguments: list[str], limits: ProbeLimits, *, worker: bool
-    ) -> _RunnerProcess:
-        preexec = (
-            _memory_limiter(limits.memory_limit_bytes) if limits.memory_limit_bytes else None
-        )
+    async def spawn(cls, python: str, arguments: list[str], limits: ProbeLimits) -> _RunnerProcess:
         process = await asyncio.create_subprocess_exec(
             python,
             str(RUNNER_PATH),
             *arguments,
-            stdin=asyncio.subprocess.PIPE if worker else asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=preexec,
+            env=runner_environment(),
             limit=limits.max_line_bytes,
         )
         return cls(process, limits)
+
+    async def record_tree(self, interval_s: float = RECORD_INTERVAL_S) -> None:
+        """Note the processes below the runner until cancelled (see ProcessTree)."""
+        while True:
+            await asyncio.to_thread(self.tree.record)
+            await asyncio.sleep(interval_s)
 
     async def _drain_stderr(self) -> None:
         stream = self.process.stderr
@@ -307,7 +344,10 @@ class _RunnerProcess:
         stream = self.process.stdin
         assert stream is not None
         stream.write((json.dumps(data) + "\n").encode("utf-8"))
-        await stream.drain()
+        try:  # a runner that stopped reading must not hold us up: the probe's time-out acts
+            await asyncio.wait_for(stream.drain(), EXIT_WAIT_S)
+        except asyncio.TimeoutError:
+            pass
 
     async def dump_stack(self, wait_s: float = 1.0) -> str:
         """Ask the runner for its Python stacks (faulthandler on SIGUSR1) before a kill."""
@@ -324,12 +364,17 @@ class _RunnerProcess:
         return self.stderr.since(mark)
 
     async def kill_group(self) -> None:
-        """SIGKILL the whole process group and reap the runner."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
+        """SIGKILL the runner and every process started under it, then reap the runner."""
+        await asyncio.to_thread(self.kill_now)
         if self.process.stdin is not None and not self.process.stdin.is_closing():
             self.process.stdin.close()
         await self.wait_exit()
+
+    def kill_now(self) -> None:
+        """The same kill without an event loop (at exit); nothing is reaped."""
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        self.tree.kill()
 
     async def _discard_stdout(self) -> None:
         stream = self.process.stdout
@@ -338,20 +383,34 @@ class _RunnerProcess:
             while await stream.read(1 << 16):
                 pass
 
-    async def wait_exit(self) -> int:
-        """Reap the runner. asyncio's wait() also waits for the pipes to reach end of file,
-        which a paused stdout (we stopped reading a flood) never does: drain it first."""
+    async def wait_exit(self, wait_s: float = EXIT_WAIT_S) -> int | None:
+        """Wait (at most `wait_s`) for the runner to exit; its status, None if it did not.
+        Never waits on the pipes: asyncio's wait() also waits for them to reach end of file,
+        which a process that inherited them (a child in a session of its own) may never let
+        happen. Once the runner is gone, our ends of the pipes are closed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        drain = asyncio.ensure_future(self._discard_stdout())  # a paused flood must flow
         try:
-            await asyncio.wait_for(self._discard_stdout(), timeout=5.0)
-        except asyncio.TimeoutError:
-            # Something outside the group still holds the pipe open: close our ends.
-            transport = getattr(self.process, "_transport", None)
-            if transport is not None:
-                transport.close()
-        code = await self.process.wait()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.wait_for(self._stderr_task, timeout=1.0)
-        return code
+            while self.process.returncode is None and loop.time() < deadline:
+                await asyncio.sleep(0.01)
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(drain), max(deadline - loop.time(), 0.05))
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                stderr_wait = max(deadline - loop.time(), 0.5)  # the last words it wrote
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), stderr_wait)
+        finally:
+            drain.cancel()
+            if self.process.returncode is not None:
+                self._close_pipes()
+        return self.process.returncode
+
+    def _close_pipes(self) -> None:
+        transport = getattr(self.process, "_transport", None)
+        if transport is not None:
+            transport.close()
+        if not self._stderr_task.done():
+            self._stderr_task.cancel()
 
     async def close(self) -> None:
         """Stop the runner and anything it left behind in its group."""
@@ -410,9 +469,13 @@ class _ProbeDriver:
         self.cancel = cancel
         self.request_id = request_id
         self.output_bytes = 0
+        self.stderr_mark = 0  # where this probe's stderr starts in the runner's
         self.killed = False
         self.answered = False  # the runner has sent an event for this probe
         self.emit_final = True  # pass the final event to on_event too
+        # a worker that has not said "ready" yet runs no user code: an error without an id is
+        # its own (torch cannot be imported) and answers this probe
+        self.starting = False
 
     def _emit(self, event: ProbeEvent) -> None:
         if self.on_event is not None:
@@ -428,8 +491,10 @@ class _ProbeDriver:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.timeout_s
         cancel_waiter = asyncio.ensure_future(self.cancel.wait()) if self.cancel else None
+        self.stderr_mark = self.runner.stderr.mark()
         self.runner.limit_stderr(self.limits.max_user_output_bytes)
         flood_waiter = asyncio.ensure_future(self.runner.stderr_flood.wait())
+        recorder = asyncio.ensure_future(self.runner.record_tree())
         try:
             while True:
                 line_task = asyncio.ensure_future(self.runner.read_line())
@@ -455,6 +520,7 @@ class _ProbeDriver:
             raise
         finally:
             flood_waiter.cancel()
+            recorder.cancel()
             if cancel_waiter is not None:
                 cancel_waiter.cancel()
 
@@ -479,10 +545,13 @@ class _ProbeDriver:
         except ValueError:
             preview = line[:200].decode("utf-8", errors="replace").strip()
             return await self._stop("protocol", f"the runner wrote a non-JSON line: {preview!r}")
-        if self.request_id is not None and data.get("id") not in (self.request_id, None):
-            return None  # a late event of an earlier probe
-        if self.request_id is not None and data.get("id") is None and data.get("event") != "error":
-            return None  # the worker's own "ready"
+        if data.get("event") == "ready":
+            self.starting = False
+        startup_error = self.starting and data.get("event") == "error" and "id" not in data
+        if self.request_id is not None and data.get("id") != self.request_id and not startup_error:
+            # the worker tags every event of this probe with its id, a secret nothing else
+            # knows: anything else (its own "ready", a late or forged event) is not ours
+            return None
         self.answered = True
         try:
             event = parse_event(data)
@@ -491,6 +560,8 @@ class _ProbeDriver:
         if isinstance(event, ProgressEvent):
             self._emit(event)
             return None
+        if isinstance(event, ErrorEvent) and event.kind == "exited":
+            return self._child_exited(event)
         if isinstance(event, ErrorEvent):
             return replace(event, stderr_tail=self.runner.stderr.text() or None)
         if isinstance(event, ResultEvent):
@@ -532,16 +603,26 @@ class _ProbeDriver:
         )
 
     async def _exited(self) -> ErrorEvent:
+        """The runner closed its stdout: it exited (or will not talk any more)."""
         code = await self.runner.wait_exit()
-        stderr = self.runner.stderr.text()
+        self.killed = True
+        await self.runner.kill_group()  # whatever it started goes with it
+        if code is None:
+            code = self.runner.process.returncode
+        return self._exit_error(code, self.runner.stderr.text())
+
+    def _child_exited(self, event: ErrorEvent) -> ErrorEvent:
+        """The worker's child that ran this probe ended without a result; the worker lives."""
+        return self._exit_error(event.exit_code, self.runner.stderr.since(self.stderr_mark))
+
+    def _exit_error(self, code: int | None, stderr: str) -> ErrorEvent:
         crashed = "Fatal Python error" in stderr  # faulthandler's dump on a fatal signal
         frame = _frame_in_dump(stderr, self.options.file) if crashed else None
         reason = _last_error_line(stderr)
-        message = f"the runner {_exit_description(code)} before reporting a result"
+        how = _exit_description(code) if code is not None else "stopped answering"
+        message = f"the runner {how} before reporting a result"
         if reason:
             message += f": {reason}"
-        self.killed = True
-        await self.runner.kill_group()  # whatever it started goes with it
         return ErrorEvent(
             kind="exited",
             message=message,
@@ -579,9 +660,8 @@ async def run_probe(
             on_event(event)
         return event
     try:
-        runner = await _RunnerProcess.spawn(
-            interpreter, options.runner_arguments(), limits, worker=False
-        )
+        arguments = options.runner_arguments(limits.memory_limit_bytes)
+        runner = await _RunnerProcess.spawn(interpreter, arguments, limits)
     except OSError as exc:
         event = _spawn_error(python, str(exc))
         if on_event:
@@ -660,7 +740,6 @@ class ProbeWorker:
         self.python = python
         self.limits = limits
         self._runner: _RunnerProcess | None = None
-        self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
         self._ready = False
 
@@ -675,9 +754,7 @@ class ProbeWorker:
     async def start(self) -> int:
         """Start the runner if it is not running; returns its pid. Raises OSError."""
         if self._runner is None or not self._runner.running:
-            self._runner = await _RunnerProcess.spawn(
-                self.python, ["--worker"], self.limits, worker=True
-            )
+            self._runner = await _RunnerProcess.spawn(self.python, ["--worker"], self.limits)
             self._ready = False
         return self._runner.pid
 
@@ -706,10 +783,14 @@ class ProbeWorker:
         on_event: EventCallback | None = None,
         cancel: asyncio.Event | None = None,
         timeout_s: float | None = None,
+        limits: ProbeLimits | None = None,
     ) -> FinalEvent:
-        """Probe in this worker (started if needed). `timeout_s` overrides the limits'."""
+        """Probe in this worker (started if needed). `limits` replace the worker's for this
+        probe (the time-out, the memory limit); `timeout_s` overrides their time-out."""
         options = options.validated()
-        limits = self.limits if timeout_s is None else replace(self.limits, timeout_s=timeout_s)
+        limits = limits or self.limits
+        if timeout_s is not None:
+            limits = replace(limits, timeout_s=timeout_s)
         async with self._lock:
             # A worker that died while idle is only noticed when it does not answer: then
             # the probe runs once more in a fresh worker.
@@ -735,13 +816,14 @@ class ProbeWorker:
     ) -> tuple[FinalEvent, bool]:
         runner = self._runner
         assert runner is not None
-        request_id = str(next(self._ids))
+        request_id = secrets.token_hex(16)  # see _ProbeDriver._handle_line
         try:
-            await runner.write_line(options.worker_request(request_id))
+            await runner.write_line(options.worker_request(request_id, limits.memory_limit_bytes))
         except (BrokenPipeError, ConnectionResetError):
             pass  # it died already: the driver reads EOF and reports how
         driver = _ProbeDriver(runner, options, limits, on_event, cancel, request_id)
         driver.emit_final = False
+        driver.starting = not self._ready
         try:
             final = await driver.run()
         finally:
@@ -760,6 +842,11 @@ class ProbeWorker:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.close()
+
+    def kill_now(self) -> None:
+        """Kill the worker and all it started without an event loop (at exit)."""
+        if self._runner is not None:
+            self._runner.kill_now()
 
 
 class WorkerPool:
@@ -812,14 +899,18 @@ class WorkerPool:
         on_event: EventCallback | None = None,
         cancel: asyncio.Event | None = None,
         timeout_s: float | None = None,
+        limits: ProbeLimits | None = None,
     ) -> FinalEvent:
-        """Probe in the warm worker for `python`; `timeout_s` overrides the pool's limits."""
+        """Probe in the warm worker for `python`; `limits` (and `timeout_s`) override the
+        pool's for this probe."""
         interpreter = resolve_interpreter(python)
         if interpreter is None:
             return ProbeWorker._final(_spawn_error(python, "no such executable"), on_event)
         worker = self._worker_for(interpreter)
         await self._make_room()
-        return await worker.probe(options, on_event=on_event, cancel=cancel, timeout_s=timeout_s)
+        return await worker.probe(
+            options, on_event=on_event, cancel=cancel, timeout_s=timeout_s, limits=limits
+        )
 
     def stream(self, python: str, options: ProbeOptions) -> ProbeStream:
         def start(on_event: EventCallback, cancel: asyncio.Event) -> Any:
@@ -832,4 +923,9 @@ class WorkerPool:
         self._workers.clear()
         for worker in workers:
             await worker.close()
+
+    def kill_now(self) -> None:
+        """At exit, when there is no event loop left to close the workers with."""
+        for worker in self._workers.values():
+            worker.kill_now()
 

@@ -13,6 +13,10 @@ exactly one ``{"event": "result", "report": {...}}`` or ``{"event": "error", ...
 The user's own output (print, C-level writes to fd 1) is sent to stderr so it can never corrupt
 that stream. The report's fields are documented in REPORT.md next to this file.
 
+Each probe runs in a child forked for it (see "One probe per forked child" below): the process
+started by the client imports torch, relays the child's events and kills whatever the probe
+started, and exits when the client's request pipe closes.
+
 Measurement passes are kept apart: timing passes run the bare model; shapes, checks, FLOPs and
 the profiled step each run in their own pass, so no instrumentation shows up in the timings.
 """
@@ -23,7 +27,6 @@ import argparse
 import ast
 import contextlib
 import faulthandler
-import gc
 import importlib.util
 import io
 import json
@@ -32,8 +35,10 @@ import math
 import os
 import platform
 import re
+import select
 import signal
 import site
+import stat
 import statistics
 import sys
 import sysconfig
@@ -112,6 +117,9 @@ class EventStream:
         self._out = os.fdopen(fd, "w", encoding="utf-8", buffering=1)
         self.request_id: Any = None
 
+    def fileno(self) -> int:
+        return self._out.fileno()
+
     def emit(self, event: dict[str, Any]) -> None:
         if self.request_id is not None:
             event = {**event, "id": self.request_id}
@@ -127,14 +135,15 @@ def take_over_stdout() -> EventStream:
     return EventStream(event_fd)
 
 
-def take_over_stdin() -> io.TextIOWrapper:
-    """Keep the request pipe private: user code calling input() reads /dev/null instead."""
+def take_over_stdin() -> int:
+    """Keep the request pipe private: user code calling input() reads /dev/null instead.
+    Returns the pipe's descriptor; its end of file tells that the client has gone."""
     request_fd = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
     sys.stdin = open(0, encoding="utf-8", closefd=False)  # lives as long as the process
-    return os.fdopen(request_fd, "r", encoding="utf-8")
+    return request_fd
 
 
 # Percent ranges per stage, so progress is monotonic whatever the model does.
@@ -340,6 +349,9 @@ class ProbeRequest:
     explain: bool = False
     timing_budget_s: float = DEFAULT_TIMING_BUDGET_S
     cwd: str | None = None
+    # the user's file when `file` is a copy of unsaved text: its folder and package are used
+    origin: str | None = None
+    memory_limit_bytes: int | None = None  # RLIMIT_AS for the probe's child (CPU only)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProbeRequest:
@@ -369,6 +381,11 @@ class ProbeRequest:
             raise ProbeFailure("usage", f"target must be a class or function name: {self.target!r}")
         if self.input is not None:
             parse_input_spec(self.input)
+        if self.origin is not None and not isinstance(self.origin, str):
+            raise ProbeFailure("usage", f"origin must be a path: {self.origin!r}")
+        limit = self.memory_limit_bytes
+        if limit is not None and (type(limit) is not int or limit < 1):
+            raise ProbeFailure("usage", f"memory_limit_bytes must be a positive integer: {limit!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -392,21 +409,30 @@ def package_name_for(path: str) -> tuple[str, str] | None:
     return directory, ".".join(reversed(parts))
 
 
-def import_user_file(path: str, user: UserCode) -> types.ModuleType:
+def import_user_file(path: str, user: UserCode, origin: str | None = None) -> types.ModuleType:
     """Import the file fresh under a private name: never as __main__, so a training script's
-    `if __name__ == "__main__":` block does not run."""
+    `if __name__ == "__main__":` block does not run. When `path` is a copy of the unsaved text
+    of `origin`, the copy is imported as a module of `origin`'s package, so that its relative
+    imports resolve as the user's file's would."""
     global _load_counter
     _load_counter += 1
-    package = package_name_for(path)
-    what = f"importing {os.path.basename(path)}"
+    is_copy = origin is not None and os.path.abspath(origin) != path
+    package = package_name_for(os.path.abspath(origin) if is_copy and origin else path)
+    what = f"importing {os.path.basename(origin if is_copy and origin else path)}"
     with user_code_phase("import", what, user, fallback=(path, 1)):
+        parent = ""
         if package is not None:
             root, dotted = package
             if root not in sys.path:
                 sys.path.insert(0, root)
-            return importlib.import_module(dotted)
+            if not is_copy:
+                return importlib.import_module(dotted)
+            parent = dotted.rpartition(".")[0]
+            importlib.import_module(parent)
         stem = re.sub(r"\W", "_", os.path.basename(path))
         name = f"torchdoctor_probe_{_load_counter}_{stem}"
+        if parent:
+            name = f"{parent}.{name}"
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ProbeFailure("file", f"cannot load {path} as a Python module", path)
@@ -417,9 +443,24 @@ def import_user_file(path: str, user: UserCode) -> types.ModuleType:
     raise AssertionError("unreachable")  # pragma: no cover - the phase always raises or returns
 
 
+def defined_in(obj: Any, module: types.ModuleType, path: str) -> bool:
+    """True for a class or function the file itself defines (not one it imported)."""
+    if isinstance(obj, types.MethodType):  # a classmethod factory, read off its class
+        obj = obj.__func__
+    if isinstance(obj, type):
+        return getattr(obj, "__module__", None) == module.__name__
+    if isinstance(obj, types.FunctionType):
+        filename = obj.__code__.co_filename
+        return os.path.realpath(filename) == os.path.realpath(path)
+    return False
+
+
 def resolve_target(module: types.ModuleType, target: str, path: str) -> Any:
+    """The class or factory function `target` names. Only what the file defines can be a
+    target: `os.abort` or an imported class would run code the user never asked to probe."""
     obj: Any = module
-    for part in target.split("."):
+    parts = target.split(".")
+    for index, part in enumerate(parts):
         if not hasattr(obj, part):
             import torch
 
@@ -432,8 +473,30 @@ def resolve_target(module: types.ModuleType, target: str, path: str) -> Any:
             )
             hint = f"; nn.Module classes in the file: {', '.join(candidates)}" if candidates else ""
             raise ProbeFailure("target", f"{target!r} is not defined in {path}{hint}", path, None)
-        obj = getattr(obj, part)
+        obj = inspect_attribute(obj, part)
+        last = index == len(parts) - 1
+        if not defined_in(obj, module, path) or (not last and not isinstance(obj, type)):
+            raise ProbeFailure(
+                "target",
+                f"{target!r} is not a class or factory function defined in {path}",
+                path,
+                None,
+            )
     return obj
+
+
+def inspect_attribute(owner: Any, name: str) -> Any:
+    """`owner.name` without running a property or a descriptor of the user's (a target is a
+    name, and looking it up must not execute anything)."""
+    if isinstance(owner, types.ModuleType):
+        return vars(owner)[name] if name in vars(owner) else getattr(owner, name)
+    for klass in getattr(owner, "__mro__", (type(owner),)):
+        if name in vars(klass):
+            raw = vars(klass)[name]
+            if isinstance(raw, (staticmethod, classmethod)):
+                return getattr(owner, name)  # binding these runs no user code
+            return raw
+    return getattr(owner, name)
 
 
 def definition_line(obj: Any, path: str) -> int | None:
@@ -2193,8 +2256,9 @@ def probe(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
     user = UserCode()
     device = pick_device(request.device)
 
-    progress.stage("load", f"importing {os.path.basename(path)}")
-    module = import_user_file(path, user)
+    limit_note = apply_memory_limit(request.memory_limit_bytes, device)
+    progress.stage("load", f"importing {os.path.basename(request.origin or path)}")
+    module = import_user_file(path, user, request.origin)
     progress.stage("build", f"building {request.target}")
     target_obj = resolve_target(module, request.target, path)
     origins = OriginRecorder(user)
@@ -2209,6 +2273,8 @@ def probe(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
     inputs = inputs.to(device)
 
     session = Session(request, model, inputs, device, user, origins, progress)
+    if limit_note:
+        session.warnings.append(limit_note)
     progress.stage("shapes", "output shapes per submodule")
     modules = shapes_pass(session)
     progress.stage("checks", "runtime checks")
@@ -2272,98 +2338,354 @@ def probe(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
-# Isolation between probes in one worker
+# One probe per forked child: the warm parent never runs the user's code
 # --------------------------------------------------------------------------------------------
+#
+# The parent imports torch once and then only forks, relays and cleans up. Each probe runs in
+# a fresh child forked from it, so nothing one probe leaves (threads, patched modules, changed
+# globals, open files) exists in the next. The child writes its events into a pipe of its own;
+# only the parent writes to the client's channel (stdout), tagging each event with the
+# request's id, so a leftover of an earlier probe has no way to answer for a later one.
+#
+# The parent is a child subreaper (Linux): whatever the probe starts stays its descendant even
+# when it double-forks or moves to a new session, and is killed with the probe. The client's
+# request pipe is watched the whole time: its end of file means the client died, and the
+# parent then kills the probe and exits instead of leaving it running.
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+MAX_CHILD_LINE_BYTES = 256 * 1024 * 1024
+CHILD_EXIT_GRACE_S = 5.0
+# Torch's CPU thread count when the parent started, before it pinned itself to one thread.
+_default_threads: int | None = None
+_probe_child: int | None = None  # the pid of the child running the current probe
+# Without fork (Windows) a probe runs in the runner itself, with none of the isolation above.
+CAN_FORK = hasattr(os, "fork")
 
 
-@contextlib.contextmanager
-def isolated_probe(request: ProbeRequest) -> Iterator[None]:
-    """Undo what a probe changes in the process, so the next probe in a warm worker starts
-    clean: the user's modules are forgotten (re-imported fresh next time), sys.path, cwd,
-    torch's default dtype, grad mode and thread count are restored."""
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def pin_torch_threads() -> None:
+    """GNU OpenMP cannot start threads in a child forked from a process whose thread pool is
+    running (the child's first parallel region hangs): the parent keeps torch on one thread
+    and each child sets the real count."""
     import torch
 
-    user = UserCode()
-    modules_before = set(sys.modules)
-    path_before = list(sys.path)
-    cwd_before = os.getcwd()
-    threads_before = torch.get_num_threads()
-    dtype_before = torch.get_default_dtype()
-    directory = os.path.dirname(os.path.abspath(request.file))
-    sys.path.insert(0, directory)
-    with contextlib.suppress(OSError):
-        os.chdir(request.cwd or directory)
-    if request.threads:
-        torch.set_num_threads(request.threads)
-    try:
-        with torch.enable_grad():
-            yield
-    finally:
-        for name in set(sys.modules) - modules_before:
-            module_file = getattr(sys.modules.get(name), "__file__", None) or ""
-            if name.startswith("torchdoctor_probe_") or user.is_user_file(module_file):
-                sys.modules.pop(name, None)
-        sys.path[:] = path_before
+    global _default_threads
+    _default_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+
+
+def _forward_stack_dump(_signum: int, _frame: Any) -> None:
+    """SIGUSR1 asks for the running Python stack: the probe's, not the idle parent's."""
+    if _probe_child is not None:
         with contextlib.suppress(OSError):
-            os.chdir(cwd_before)
-        torch.set_num_threads(threads_before)
-        torch.set_default_dtype(dtype_before)
-        gc.collect()
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.empty_cache()
+            os.kill(_probe_child, signal.SIGUSR1)
 
 
-def kill_leftover_processes() -> None:
-    """Kill what the user's code started and left running (a DataLoader worker, a child that
-    sleeps): it shares this process's group, and in a warm worker it would outlive the probe
-    that started it. Only when this process leads its own group (the client starts it so).
-    One scan of /proc can miss a process forked while it runs (an orphan's parent forking it),
-    so scans repeat until one finds nothing alive."""
-    me, group = os.getpid(), os.getpgrp()
-    if group != me or not os.path.isdir("/proc"):
-        return
-    for _ in range(200):
-        killed = 0
-        for pid in _group_members(group, me):
+class RequestChannel:
+    """The client's request pipe, read without buffering so it can be watched with select.
+    Only a pipe is watched: started by hand with stdin from a terminal or /dev/null, the
+    runner has no client whose death it could notice."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.closed = False
+        self._buffer = b""
+        try:
+            self.watched = stat.S_ISFIFO(os.fstat(fd).st_mode)
+        except OSError:
+            self.watched = False
+
+    def watch_list(self) -> list[int]:
+        return [self.fd] if self.watched and not self.closed else []
+
+    def pump(self) -> None:
+        """Read what is there (call when select says it is readable)."""
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:
+            data = b""
+        if data:
+            self._buffer += data
+        else:
+            self.closed = True
+
+    def next_line(self) -> str | None:
+        """The next request line; None once the client has gone."""
+        while b"\n" not in self._buffer:
+            if self.closed:
+                return None
+            if CAN_FORK:  # Windows' select takes sockets only: there the read just blocks
+                select.select([self.fd], [], [])
+            self.pump()
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode("utf-8", errors="replace")
+
+
+class ClientGone(Exception):
+    """The request pipe reached end of file: nobody is waiting for this worker any more."""
+
+
+def process_table() -> dict[int, tuple[int, str]]:
+    """pid → (parent pid, state) of every process, from /proc."""
+    table: dict[int, tuple[int, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                status_line = handle.read()
+        except OSError:
+            continue
+        fields = status_line.rsplit(")", 1)[-1].split()  # the name may hold spaces and ")"
+        if len(fields) > 1 and fields[1].isdigit():
+            table[int(entry)] = (int(fields[1]), fields[0])
+    return table
+
+
+def live_descendants(root: int) -> list[int]:
+    """Processes below `root` that are not yet zombies."""
+    children: dict[int, list[int]] = {}
+    states: dict[int, str] = {}
+    for pid, (parent, state) in process_table().items():
+        children.setdefault(parent, []).append(pid)
+        states[pid] = state
+    found: list[int] = []
+    queue = list(children.get(root, []))
+    while queue:
+        pid = queue.pop()
+        if states.get(pid) not in ("Z", "X"):
+            found.append(pid)
+        queue.extend(children.get(pid, []))
+    return found
+
+
+def kill_descendants(fallback: int | None) -> None:
+    """Kill everything below this process and reap it. As a subreaper this process inherits
+    the orphans, so a process that double-forked or left the session is still found. A scan
+    can miss a process forked while it runs, so scans repeat until one finds nothing alive.
+    Without /proc only `fallback` (the probe's child) can be named."""
+    me = os.getpid()
+    for _ in range(400):
+        targets = live_descendants(me) if os.path.isdir("/proc") else [fallback] if fallback else []
+        for pid in targets:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
         with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:  # reap our own children: no zombies
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:  # reap: no zombies
                 pass
-        if not killed:
+        if not targets or not os.path.isdir("/proc"):
             return
         time.sleep(0.005)
 
 
-def _group_members(group: int, me: int) -> list[int]:
-    """Live (not zombie) processes of process group `group`, other than `me`."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
+def child_status_text(status: int) -> tuple[int, str]:
+    """(exit code as the client reports it, negative for a signal; its description)."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
         try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()  # the command name may hold spaces and ")"
-        if len(fields) > 2 and fields[2] == str(group) and fields[0] not in ("Z", "X"):
-            members.append(int(entry))
-    return members
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return -number, f"was killed by {name}"
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
+    return code, f"exited with status {code}"
+
+
+def bad_line_event(line: bytes) -> dict[str, Any] | None:
+    """None when `line` is an event this relay passes on, else the protocol error it becomes."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("event") in ("progress", "result", "error"):
+        return None
+    preview = line[:200].decode("utf-8", errors="replace").strip()
+    return ProbeFailure("protocol", f"the runner wrote a non-JSON line: {preview!r}").to_event()
+
+
+class ProbeRelay:
+    """Reads one probe child's events and passes them to the client until the final one."""
+
+    def __init__(self, pid: int, read_fd: int, events: EventStream, channel: RequestChannel):
+        self.pid = pid
+        self.read_fd = read_fd
+        self.events = events
+        self.channel = channel
+        self._buffer = b""
+
+    def run(self) -> dict[str, Any]:
+        """The final event. Raises ClientGone when the request pipe closes meanwhile."""
+        while True:
+            readable, _, _ = select.select([self.read_fd, *self.channel.watch_list()], [], [])
+            if self.channel.fd in readable:
+                self.channel.pump()
+                if self.channel.closed:
+                    raise ClientGone()
+            if self.read_fd not in readable:
+                continue
+            data = os.read(self.read_fd, 1 << 16)
+            if not data:
+                return self._ended_without_answer()
+            self._buffer += data
+            final = self._relay_lines()
+            if final is not None:
+                return final
+            if len(self._buffer) > MAX_CHILD_LINE_BYTES:
+                message = f"the runner wrote a line longer than {MAX_CHILD_LINE_BYTES} bytes"
+                return ProbeFailure("flood", message).to_event()
+
+    def _relay_lines(self) -> dict[str, Any] | None:
+        while b"\n" in self._buffer:
+            line, _, self._buffer = self._buffer.partition(b"\n")
+            if not line.strip():
+                continue
+            bad = bad_line_event(line)
+            if bad is not None:
+                return bad
+            event = json.loads(line)
+            event.pop("id", None)
+            if event["event"] != "progress":
+                return event
+            self.events.emit(event)
+        return None
+
+    def _ended_without_answer(self) -> dict[str, Any]:
+        """The child closed its event pipe: it exited (or it shut the pipe and went on)."""
+        deadline = time.monotonic() + CHILD_EXIT_GRACE_S
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                code, how = child_status_text(status)
+                failure = ProbeFailure("exited", f"the probe {how} before reporting a result")
+                return {**failure.to_event(), "exit_code": code}
+            readable, _, _ = select.select(self.channel.watch_list(), [], [], 0.01)
+            if readable:
+                self.channel.pump()
+                if self.channel.closed:
+                    raise ClientGone()
+        message = "the probe closed its event pipe without reporting a result"
+        return ProbeFailure("protocol", message).to_event()
+
+
+def run_probe_child(
+    request: ProbeRequest, event_fd: int, inherited: Iterable[int], parent: int
+) -> None:
+    """In the forked child: run the probe, write its events to `event_fd`, never return."""
+    code = 2
+    try:
+        for fd in inherited:  # the client's channels belong to the parent alone
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the parent killed: the probe goes too
+        if os.getppid() != parent:  # it died before the line above took effect
+            return
+        if hasattr(signal, "SIGUSR1"):
+            signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
+        code = 0 if run_request(request, EventStream(event_fd)) else 2
+    finally:
+        for stream in (sys.stdout, sys.stderr):  # the user's prints, for the stderr tail
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def supervise_probe(
+    request: ProbeRequest, events: EventStream, channel: RequestChannel
+) -> bool:
+    """Run one probe in a fresh child and emit its final event. True when it gave a result.
+    Raises ClientGone (after killing the probe) when the client went away meanwhile."""
+    global _probe_child
+    request.file = os.path.abspath(request.file)
+    if not CAN_FORK:
+        return run_request(request, events)
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()  # nothing buffered here may be written twice, by parent and child
+    sys.stderr.flush()
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.close(read_fd)
+        os.close(write_fd)
+        events.emit(ProbeFailure("internal", f"cannot start the probe: {exc}").to_event())
+        return False
+    if pid == 0:
+        os.close(read_fd)
+        run_probe_child(request, write_fd, (events.fileno(), channel.fd), parent)
+    os.close(write_fd)
+    _probe_child = pid
+    try:
+        final = ProbeRelay(pid, read_fd, events, channel).run()
+    except (BrokenPipeError, ConnectionResetError):
+        raise ClientGone() from None  # the client's end of our stdout is closed
+    finally:
+        _probe_child = None
+        os.close(read_fd)
+        # before the answer: once the client has it, nothing of this probe may be running
+        kill_descendants(pid)
+    try:
+        events.emit(final)
+    except (BrokenPipeError, ConnectionResetError):
+        raise ClientGone() from None
+    return final.get("event") == "result"
+
+
+def prepare_probe_process(request: ProbeRequest) -> None:
+    """In the probe's child: where the user's code expects to run. The folder of the user's
+    file (not of a copy of unsaved text) comes first on sys.path for its sibling imports."""
+    import torch
+
+    origin = request.origin or request.file
+    directory = os.path.dirname(os.path.abspath(origin))
+    sys.path.insert(0, directory)
+    with contextlib.suppress(OSError):
+        os.chdir(request.cwd or directory)
+    threads = request.threads or _default_threads
+    if threads:
+        torch.set_num_threads(threads)
+
+
+def apply_memory_limit(limit: int | None, device: Any) -> str | None:
+    """RLIMIT_AS for this probe's child on the CPU; a note when it is not applied. The CUDA
+    driver reserves far more address space than it uses, so a GPU probe runs without it."""
+    if not limit:
+        return None
+    if device.type == "cuda":
+        return "the memory limit is not applied on CUDA (the driver reserves more address space)"
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, ValueError, OSError) as exc:
+        return f"the memory limit could not be applied: {exc}"
+    return None
 
 
 def run_request(request: ProbeRequest, events: EventStream) -> bool:
-    """Run one probe and emit its final event. True when a result was produced."""
+    """Run one probe in this process and emit its final event. True when it gave a result."""
+    import torch
+
     progress = Progress(events)
-    request.file = os.path.abspath(request.file)  # before isolated_probe changes directory
-    with isolated_probe(request):
+    prepare_probe_process(request)
+    with torch.enable_grad():
         final = final_event(request, progress)
-        # before the answer: once the client has it, nothing of this probe may be running
-        kill_leftover_processes()
-        # Emitted before the clean-up (a full gc.collect() with torch loaded takes ~0.2 s):
-        # the client has its answer while the worker tidies up.
-        events.emit(final)
+    events.emit(final)
     return final["event"] == "result"
 
 
@@ -2380,7 +2702,8 @@ def final_event(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
 
 def warm_up_torch() -> None:
     """Pay torch's lazy first-use costs (meta kernels and FlopCounterMode pull in dynamo,
-    about 2 s) while the worker is idle rather than inside the first probe."""
+    about 2 s) while the worker is idle rather than inside the first probe. On the CPU only:
+    a parent that initialised CUDA could not fork children that use it."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -2391,7 +2714,7 @@ def warm_up_torch() -> None:
         layer(torch.zeros(1, 2, device="meta"))
 
 
-def serve_worker(events: EventStream, requests: io.TextIOWrapper) -> int:
+def serve_worker(events: EventStream, channel: RequestChannel) -> int:
     import torch
 
     started = time.perf_counter()
@@ -2407,8 +2730,8 @@ def serve_worker(events: EventStream, requests: io.TextIOWrapper) -> int:
         }
     )
     while True:
-        line = requests.readline()
-        if not line:
+        line = channel.next_line()
+        if line is None:
             return 0
         if not line.strip():
             continue
@@ -2427,7 +2750,10 @@ def serve_worker(events: EventStream, requests: io.TextIOWrapper) -> int:
         except ValueError as exc:
             events.emit(ProbeFailure("usage", f"bad request: {exc}").to_event())
             continue
-        run_request(request, events)
+        try:
+            supervise_probe(request, events, channel)
+        except ClientGone:
+            return 0
         events.request_id = None
 
 
@@ -2446,6 +2772,12 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timing-budget", type=float, default=DEFAULT_TIMING_BUDGET_S)
     parser.add_argument("--explain", action="store_true", help="report torch.compile breaks")
     parser.add_argument("--cwd", default=None, help="working directory for the user's code")
+    parser.add_argument(
+        "--origin", default=None, help="the user's file when --file is a copy of unsaved text"
+    )
+    parser.add_argument(
+        "--memory-limit", type=int, default=None, help="address-space limit in bytes (CPU)"
+    )
     return parser.parse_args(argv)
 
 
@@ -2469,20 +2801,23 @@ def torch_missing() -> ProbeFailure | None:
 
 def main(argv: list[str] | None = None) -> int:
     # SIGUSR1 dumps every thread's Python stack to stderr: the client uses it to say which
-    # line was running when a probe timed out. Fatal signals dump it too.
+    # line was running when a probe timed out; this process passes it on to the probe's
+    # child. Fatal signals dump it too.
     faulthandler.enable()
     if hasattr(signal, "SIGUSR1"):
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        signal.signal(signal.SIGUSR1, _forward_stack_dump)
     forget_runner_directory()
     arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
     events = take_over_stdout()
+    channel = RequestChannel(take_over_stdin())
     missing = torch_missing()
     if missing is not None:
         events.emit(missing.to_event())
         return 2
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    pin_torch_threads()
     if arguments.worker:
-        requests = take_over_stdin()
-        return serve_worker(events, requests)
+        return serve_worker(events, channel)
     if not arguments.file or not arguments.target:
         events.emit(ProbeFailure("usage", "--file and --target are required").to_event())
         return 2
@@ -2497,13 +2832,18 @@ def main(argv: list[str] | None = None) -> int:
         explain=arguments.explain,
         timing_budget_s=arguments.timing_budget,
         cwd=arguments.cwd,
+        origin=arguments.origin,
+        memory_limit_bytes=arguments.memory_limit,
     )
     try:
         request.validate()
     except ProbeFailure as failure:
         events.emit(failure.to_event())
         return 2
-    return 0 if run_request(request, events) else 2
+    try:
+        return 0 if supervise_probe(request, events, channel) else 2
+    except ClientGone:
+        return 2
 
 
 if __name__ == "__main__":

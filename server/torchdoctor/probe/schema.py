@@ -341,8 +341,8 @@ class ResultEvent:
 class ErrorEvent:
     kind: str
     """From the runner: "usage", "environment" (torch missing), "file", "syntax", "import",
-    "target", "init", "input", "device", "forward", "backward", "oom", "exit", "internal".
-    From the client: "spawn"
+    "target", "init", "input", "device", "forward", "backward", "oom", "exit", "internal",
+    "exited" (the probe's child ended without a result), "protocol". From the client: "spawn"
     (the interpreter could not start), "exited" (the runner ended without a result),
     "protocol" (a line that is not a JSON event), "timeout", "flood" (too much output),
     "cancelled"."""
@@ -352,7 +352,8 @@ class ErrorEvent:
     line: int | None = None
     traceback: str | None = None
     exit_code: int | None = None
-    """Runner exit status (negative: killed by that signal) for client-side errors."""
+    """Exit status (negative: killed by that signal) of the runner, or of the child that ran
+    the probe, for "exited" errors."""
     stderr_tail: str | None = None
     """The end of the runner's stderr (the user's prints and warnings go there)."""
 
@@ -379,6 +380,7 @@ def parse_event(data: dict[str, Any]) -> ProbeEvent | None:
             file=data.get("file"),
             line=data.get("line"),
             traceback=data.get("traceback"),
+            exit_code=data["exit_code"] if type(data.get("exit_code")) is int else None,
         )
     if kind == "ready":
         return None

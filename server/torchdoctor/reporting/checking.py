@@ -1,5 +1,8 @@
 """`torchdoctor check`: run the engine over files (in parallel when there are many), apply or
-show fixes, print the results and choose the exit code."""
+show fixes, print the results and choose the exit code.
+
+Workers only read and analyse; every write happens here, in the parent, in file order: a
+signal that stops the parent stops the writing, and each file is replaced atomically."""
 
 from __future__ import annotations
 
@@ -7,23 +10,28 @@ import argparse
 import difflib
 import os
 import sys
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 
-from ..analysis import Config, Document, analyse, load_config
+from ..analysis import Config, Document, Finding, analyse, load_config
 from ..analysis.config import with_overrides
 from ..analysis.fixes import apply_fixes
+from ..analysis.rules.syntax import undecodable_source_finding
 from ..torch_install import installed_torch_version
-from .files import discover
+from .display import display_path
+from .files import FileIdentity, discover, read_source_file
+from .fix_writing import write_fixed_file
 from .formats import FileResult, render_github, render_json, render_sarif, render_text_finding
-from .source import decode_source
+from .source import Source, decode_source
+from .workers import results_in_order
 
 MAX_FIX_PASSES = 8  # a fix can uncover or unblock another; stop when a pass changes nothing
 PARALLEL_THRESHOLD = 16  # below this many files, starting workers costs more than it saves
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -38,25 +46,52 @@ def run_check(args: argparse.Namespace) -> int:
         config = replace(config, target_torch=installed_torch_version(args.python))
     fix_mode = "fix" if args.fix else "diff" if args.diff else None
     if args.stdin_filename is not None:
-        data = sys.stdin.buffer.read()
-        result = check_source(data, args.stdin_filename, config, fix_mode, args.unsafe_fixes)
-        if args.fix and result.error is None:
-            sys.stdout.write(result.fixed_text)  # the fixed source goes to stdout, as in ruff
-            return _report([result.file], args, to_stderr=True)
-        return _report([result.file], args)
-    missing = [str(path) for path in paths if not path.exists()]
+        return _check_stdin(args, config, fix_mode)
+    # lexists: a broken link or a link loop is there, and is reported as what it is below
+    missing = [display_path(str(path)) for path in paths if not os.path.lexists(path)]
     if missing:
         print(f"torchdoctor: no such file or folder: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    files = list(discover(paths, config.exclude, config.root))
-    results = check_files(files, config, fix_mode, args.unsafe_fixes, args.jobs)
-    return _report(results, args)
+        return EXIT_ERROR
+    found = discover(paths, config.exclude, config.root)
+    skipped = [FileResult(str(s.path), error=s.reason) for s in found.skipped]
+    results = check_files(
+        found.files, config, fix_mode, args.unsafe_fixes, args.jobs, roots=found.roots
+    )
+    return _report(results, args, skipped=skipped)
 
 
+def _check_stdin(args: argparse.Namespace, config: Config, fix_mode: str | None) -> int:
+    """Formatter style with `--fix`: the fixed source on stdout, in the bytes it came in
+    (encoding, BOM, line endings), the report on stderr; on any problem nothing on stdout."""
+    data = sys.stdin.buffer.read()
+    result = check_source(data, args.stdin_filename, config, fix_mode, args.unsafe_fixes)
+    if not args.fix:
+        return _report([result.file], args)
+    output: bytes | None = None
+    if not result.source.exact:
+        line, column = result.source.bad_position or (0, 0)
+        result.file.error = (
+            f"stdin is not valid {result.source.encoding} (line {line + 1}, column "
+            f"{column + 1}); nothing was printed"
+        )
+    elif result.fixed_text == result.source.text:
+        output = data
+    else:
+        try:
+            output = result.source.encode(result.fixed_text)
+        except UnicodeEncodeError as error:
+            result.file.error = f"the fixed source cannot be written in {error.encoding}"
+    if output is not None:
+        sys.stdout.buffer.write(output)
+        sys.stdout.buffer.flush()
+    return _report([result.file], args, to_stderr=True)
+
+
+@dataclass
 class SourceResult:
-    def __init__(self, file: FileResult, fixed_text: str) -> None:
-        self.file = file
-        self.fixed_text = fixed_text
+    file: FileResult
+    fixed_text: str
+    source: Source
 
     @property
     def error(self) -> str | None:
@@ -70,11 +105,10 @@ def check_source(
     source = decode_source(data)
     text = source.text
     doc = Document.parse(text, path)
-    findings = analyse(doc, config)
+    findings = _with_decoding_problem(analyse(doc, config), doc, source)
     result = FileResult(path, findings, doc.index.lines)
-    result.syntax_problems = [(p.line, p.col, p.message) for p in doc.syntax_problems]
     if fix_mode is None or not any(f.fix for f in findings):
-        return SourceResult(result, text)
+        return SourceResult(result, text, source)
     fixed_text = text
     for _ in range(MAX_FIX_PASSES):
         outcome = apply_fixes(fixed_text, findings, unsafe=unsafe)
@@ -83,72 +117,111 @@ def check_source(
         result.fixed += len(outcome.applied)
         fixed_text = outcome.text
         doc = Document.parse(fixed_text, path)
-        findings = analyse(doc, config)
+        findings = _with_decoding_problem(analyse(doc, config), doc, source)
     if fix_mode == "diff":
+        shown = display_path(path)
         result.diff = "".join(
             difflib.unified_diff(
                 text.splitlines(keepends=True),
                 fixed_text.splitlines(keepends=True),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
+                fromfile=f"a/{shown}",
+                tofile=f"b/{shown}",
             )
         )
-        return SourceResult(result, fixed_text)
+        return SourceResult(result, fixed_text, source)
     result.findings = findings
     result.lines = doc.index.lines
     if not source.exact and fixed_text != text:
         result.error = "not valid in its declared encoding; fixes were not written"
-        return SourceResult(result, text)
-    return SourceResult(result, fixed_text)
+        return SourceResult(result, text, source)
+    return SourceResult(result, fixed_text, source)
 
 
-def check_path(path: str, config: Config, fix_mode: str | None, unsafe: bool) -> FileResult:
+def _with_decoding_problem(findings: list[Finding], doc: Document, source: Source) -> list[Finding]:
+    """Python refuses a file whose bytes are not valid in its encoding: that is a TD000 too."""
+    if source.bad_position is None:
+        return findings
+    line, column = source.bad_position
+    problem = undecodable_source_finding(doc.index.lines, line, column, source.encoding)
+    return sorted([problem, *findings], key=lambda f: (f.span.start_line, f.span.start_col, f.code))
+
+
+@dataclass
+class CheckedFile:
+    """What a worker sends back: the report and, when fixes apply, the bytes to write."""
+
+    result: FileResult
+    fixed_data: bytes | None = None
+    read_as: FileIdentity | None = None
+
+
+def check_path(path: str, config: Config, fix_mode: str | None, unsafe: bool) -> CheckedFile:
+    """Read and analyse one file. Never writes: the parent does (see `write_fixes`)."""
     try:
-        data = Path(path).read_bytes()
+        data, identity = read_source_file(path)
     except OSError as error:
-        return FileResult(path, error=f"cannot read: {error.strerror or error}")
+        return CheckedFile(FileResult(path, error=f"cannot read: {error.strerror or error}"))
     outcome = check_source(data, path, config, fix_mode, unsafe)
     result = outcome.file
-    if fix_mode == "fix" and result.error is None and result.fixed:
-        encoding = decode_source(data).encoding
-        try:
-            Path(path).write_bytes(outcome.fixed_text.encode(encoding))
-        except (OSError, UnicodeEncodeError) as error:
-            result.error = f"cannot write fixes: {error}"
-    return result
+    if fix_mode != "fix" or result.error is not None or not result.fixed:
+        return CheckedFile(result)
+    try:
+        fixed_data = outcome.source.encode(outcome.fixed_text)
+    except UnicodeEncodeError as error:
+        result.error = f"cannot write fixes: they do not fit the file's encoding ({error})"
+        return CheckedFile(result)
+    return CheckedFile(result, fixed_data, identity)
 
 
 def check_files(
-    files: Sequence[Path], config: Config, fix_mode: str | None, unsafe: bool, jobs: int
+    files: Sequence[Path],
+    config: Config,
+    fix_mode: str | None,
+    unsafe: bool,
+    jobs: int,
+    roots: Sequence[Path] = (),
 ) -> list[FileResult]:
     names = [str(path) for path in files]
+    task = partial(check_path, config=config, fix_mode=fix_mode, unsafe=unsafe)
     workers = jobs if jobs > 0 else (os.cpu_count() or 1)
     if workers <= 1 or len(names) < PARALLEL_THRESHOLD:
-        return [check_path(name, config, fix_mode, unsafe) for name in names]
+        return write_fixes(map(task, names), roots)
     chunk = max(1, len(names) // (workers * 8))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(
-            pool.map(
-                check_path,
-                names,
-                [config] * len(names),
-                [fix_mode] * len(names),
-                [unsafe] * len(names),
-                chunksize=chunk,
+    with results_in_order(task, names, workers, chunk) as checked:
+        return write_fixes(checked, roots)
+
+
+def write_fixes(checked: Iterable[CheckedFile], roots: Sequence[Path]) -> list[FileResult]:
+    """Write each file's fixes as its result arrives, in file order."""
+    return list(_written(checked, roots))
+
+
+def _written(checked: Iterable[CheckedFile], roots: Sequence[Path]) -> Iterator[FileResult]:
+    for item in checked:
+        if item.fixed_data is not None and item.read_as is not None:
+            item.result.error = write_fixed_file(
+                item.result.path, item.fixed_data, item.read_as, roots
             )
-        )
+            if item.result.error is not None:
+                item.result.fixed = 0
+        yield item.result
 
 
-def _report(results: list[FileResult], args: argparse.Namespace, to_stderr: bool = False) -> int:
+def _report(
+    results: list[FileResult],
+    args: argparse.Namespace,
+    to_stderr: bool = False,
+    skipped: Sequence[FileResult] = (),
+) -> int:
     output = sys.stderr if to_stderr else sys.stdout
     console = Console(
         file=output, highlight=False, no_color=args.no_color, soft_wrap=True, emoji=False
     )
     errors = Console(file=sys.stderr, highlight=False, no_color=args.no_color, soft_wrap=True)
     failed = False
-    for result in results:
+    for result in [*skipped, *results]:
         if result.error is not None:
-            errors.print(f"torchdoctor: {result.path}: {result.error}", markup=False)
+            errors.print(f"torchdoctor: {display_path(result.path)}: {result.error}", markup=False)
             failed = True
     findings = sum(len(result.findings) for result in results)
     if args.diff:
@@ -156,7 +229,7 @@ def _report(results: list[FileResult], args: argparse.Namespace, to_stderr: bool
         output.write("".join(diffs))
         if not args.quiet:
             errors.print(f"{len(diffs)} file(s) would be changed", markup=False)
-        return 2 if failed else (1 if diffs else 0)
+        return EXIT_ERROR if failed else (EXIT_FINDINGS if diffs else EXIT_CLEAN)
     if args.format == "json":
         output.write(render_json(results) + "\n")
     elif args.format == "sarif":
@@ -166,22 +239,17 @@ def _report(results: list[FileResult], args: argparse.Namespace, to_stderr: bool
         if text:
             output.write(text + "\n")
     else:
-        _print_text(console, errors, results, args)
+        unreadable = sum(1 for result in [*skipped, *results] if result.error is not None)
+        _print_text(console, results, args, unreadable)
     if failed:
-        return 2
-    return 1 if findings else 0
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 
 def _print_text(
-    console: Console, errors: Console, results: list[FileResult], args: argparse.Namespace
+    console: Console, results: list[FileResult], args: argparse.Namespace, unreadable: int
 ) -> None:
     for result in results:
-        for line, col, message in result.syntax_problems:
-            errors.print(
-                f"{result.path}:{line + 1}:{col + 1}: syntax error: {message} "
-                "(the rest of the file was checked)",
-                markup=False,
-            )
         for finding in result.findings:
             console.print(render_text_finding(finding, result))
             console.print()
@@ -198,6 +266,12 @@ def _print_text(
         console.print(
             f"Found {count} problem{'s' if count != 1 else ''} in "
             f"{checked} file{'s' if checked != 1 else ''}{hint}."
+        )
+    elif unreadable:
+        console.print(
+            f"No problems found in what was checked, but {unreadable} "
+            f"path{'s' if unreadable != 1 else ''} could not be checked or fixed (see above).",
+            markup=False,
         )
     else:
         console.print(

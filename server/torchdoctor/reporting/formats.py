@@ -13,6 +13,7 @@ from rich.markup import escape
 from .. import __version__
 from ..analysis import REGISTRY, Finding, Severity
 from ..docs import doc_url
+from .display import display_path, json_path, uri_path
 
 SARIF_LEVELS = {
     Severity.ERROR: "error",
@@ -41,7 +42,6 @@ class FileResult:
     lines: tuple[str, ...] = ()
     fixed: int = 0
     diff: str = ""
-    syntax_problems: list[tuple[int, int, str]] = field(default_factory=list)
     error: str | None = None
 
 
@@ -67,7 +67,7 @@ def finding_to_json(finding: Finding, path: str) -> dict[str, object]:
         "name": finding.name,
         "severity": finding.severity.value,
         "message": finding.message,
-        "path": path,
+        "path": json_path(path),
         "line": span.start_line + 1,
         "column": span.start_col + 1,
         "end_line": span.end_line + 1,
@@ -107,7 +107,7 @@ def render_sarif(results: Sequence[FileResult]) -> str:
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": _uri_path(result.path)},
+                            "artifactLocation": {"uri": uri_path(result.path)},
                             "region": {
                                 "startLine": span.start_line + 1,
                                 "startColumn": span.start_col + 1,
@@ -148,7 +148,7 @@ def _sarif_fix(finding: Finding, path: str) -> dict[str, object]:
         "description": {"text": finding.fix.title},
         "artifactChanges": [
             {
-                "artifactLocation": {"uri": _uri_path(path)},
+                "artifactLocation": {"uri": uri_path(path)},
                 "replacements": [
                     {
                         "deletedRegion": {
@@ -166,10 +166,6 @@ def _sarif_fix(finding: Finding, path: str) -> dict[str, object]:
     }
 
 
-def _uri_path(path: str) -> str:
-    return path.replace("\\", "/")
-
-
 def render_github(results: Sequence[FileResult]) -> str:
     lines = []
     for result in results:
@@ -177,7 +173,7 @@ def render_github(results: Sequence[FileResult]) -> str:
             span = finding.span
             properties = ",".join(
                 [
-                    f"file={_github_property(result.path)}",
+                    f"file={_github_property(json_path(result.path))}",
                     f"line={span.start_line + 1}",
                     f"col={span.start_col + 1}",
                     f"endLine={span.end_line + 1}",
@@ -203,8 +199,9 @@ def render_text_finding(finding: Finding, result: FileResult) -> str:
     span = finding.span
     style = STYLES[finding.severity]
     fixable = " [cyan][*][/cyan]" if finding.fix is not None else ""
+    location = f"{span.start_line + 1}:{span.start_col + 1}"
     header = (
-        f"[bold]{escape(result.path)}[/bold]:{span.start_line + 1}:{span.start_col + 1}: "
+        f"[bold]{escape(display_path(result.path))}[/bold]:{location}: "
         f"[{style}]{finding.code}[/{style}]{fixable} {escape(finding.message)}"
     )
     if not 0 <= span.start_line < len(result.lines):

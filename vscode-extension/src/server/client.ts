@@ -1,5 +1,6 @@
-// Builds the vscode-languageclient client for `python -m torchdoctor serve` over stdio, with
-// the server's own Python libraries (bundled/libs) on PYTHONPATH.
+// Builds the vscode-languageclient client for the torchdoctor server over stdio, started from
+// the extension's launch script (see launch.ts) with the server's own Python libraries
+// (bundled/libs) when the extension carries them.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
@@ -9,17 +10,12 @@ import {
   type Middleware,
   type ServerOptions,
 } from "vscode-languageclient/node";
+import { serverLaunch } from "./launch";
 import { readSettings, SECTION } from "./settings";
 
 export const CLIENT_ID = "torchdoctor";
 export const SERVER_PROBE_COMMAND = "torchdoctor.server.probe";
 export const SERVER_FIX_ALL_COMMAND = "torchdoctor.server.fixAll";
-
-/**
- * Extra PYTHONPATH entries placed before the bundled libraries: lets a development build
- * or a test run the server from a source checkout (e.g. `<repo>/server`).
- */
-const SERVER_PYTHONPATH_ENV = "TORCHDOCTOR_SERVER_PYTHONPATH";
 
 export interface ClientInputs {
   context: vscode.ExtensionContext;
@@ -29,38 +25,27 @@ export interface ClientInputs {
   guardCommand: (command: string) => boolean;
 }
 
-export function serverPythonPath(context: vscode.ExtensionContext): string[] {
-  const entries: string[] = [];
-  const override = process.env[SERVER_PYTHONPATH_ENV];
-  if (override) {
-    entries.push(...override.split(path.delimiter).filter((entry) => entry !== ""));
-  }
+function bundledLibraries(context: vscode.ExtensionContext): string | undefined {
   const bundled = context.asAbsolutePath(path.join("bundled", "libs"));
-  if (fs.existsSync(bundled)) {
-    entries.push(bundled);
-  }
-  return entries;
+  return fs.existsSync(bundled) ? bundled : undefined;
 }
 
 export function createClient(inputs: ClientInputs): LanguageClient {
   const { context, interpreter, outputChannel } = inputs;
-  const pythonPath = [...serverPythonPath(context)];
-  if (process.env.PYTHONPATH) {
-    pythonPath.push(process.env.PYTHONPATH);
-  }
+  const launch = serverLaunch({
+    interpreter,
+    extensionPath: context.extensionPath,
+    bundledLibraries: bundledLibraries(context),
+    environment: process.env,
+  });
+  outputChannel.info(`Starting the server: ${launch.command} ${launch.args.join(" ")}`);
+  // The environment is passed on as it is: the server ignores PYTHON* variables (-I), and the
+  // processes it starts get the user's environment, not one changed for the server.
   const serverOptions: ServerOptions = {
-    command: interpreter,
+    command: launch.command,
     // No `transport`: with TransportKind.stdio the client would append `--stdio`.
-    args: ["-m", "torchdoctor", "serve"],
-    options: {
-      env: {
-        ...process.env,
-        PYTHONPATH: pythonPath.join(path.delimiter),
-        // The server speaks UTF-8 JSON-RPC over stdio whatever the user's locale says.
-        PYTHONIOENCODING: "utf-8",
-        PYTHONUTF8: "1",
-      },
-    },
+    args: launch.args,
+    options: { cwd: launch.cwd },
   };
 
   const middleware: Middleware = {

@@ -8,6 +8,8 @@ export interface ProbeSettings {
   device: "auto" | "cpu" | "cuda";
   iters: number;
   timeout: number;
+  /** MiB of address space a probe may use; null: half the machine's memory; 0: no limit. */
+  memoryLimit: number | null;
 }
 
 export interface ServerSettings {
@@ -21,6 +23,7 @@ export interface ServerSettings {
   codeLens: boolean;
   inlayHints: boolean;
   hoverSignatures: boolean;
+  maxDocumentSize: number;
   probe: ProbeSettings;
 }
 
@@ -41,10 +44,12 @@ export function readSettings(interpreter: string, resource?: vscode.Uri): Server
     codeLens: config.get<boolean>("codeLens", true),
     inlayHints: config.get<boolean>("inlayHints", true),
     hoverSignatures: config.get<boolean>("hoverSignatures", true),
+    maxDocumentSize: config.get<number>("maxDocumentSize", 2 * 1024 * 1024),
     probe: {
       device: config.get<ProbeSettings["device"]>("probe.device", "auto"),
       iters: config.get<number>("probe.iters", 20),
       timeout: config.get<number>("probe.timeout", 120),
+      memoryLimit: config.get<number | null>("probe.memoryLimit", null),
     },
   };
 }

@@ -386,7 +386,7 @@ def torchvision_pretrained(ctx: RuleContext) -> Iterator[Finding]:
         key = _hub_builder_key(call)
         if key is not None:
             yield from _pretrained_findings(ctx, call, key, positional=False)
-    if "__dict__" in ctx.doc.text:
+    if "__dict__" in ctx.doc.text or "getattr" in ctx.doc.text:
         for call in sem.calls:
             key = _builder_table_key(sem, call)
             if key is not None:
@@ -394,20 +394,31 @@ def torchvision_pretrained(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _builder_table_key(sem: Semantics, call: ast.Call) -> tuple[str, str] | None:
-    """`models.__dict__[args.arch](pretrained=True)`, the ImageNet-example idiom."""
+    """A builder looked up by name: `models.__dict__[args.arch](pretrained=True)`, the
+    ImageNet-example idiom, or `getattr(torchvision.models, name)(pretrained=True)`."""
     func = call.func
-    if not (
+    if (
         isinstance(func, ast.Subscript)
         and isinstance(func.value, ast.Attribute)
         and func.value.attr == "__dict__"
     ):
+        module_node, name = func.value.value, func.slice
+    elif (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and "getattr" not in sem.imports
+        and len(func.args) >= 2
+        and not func.keywords
+    ):
+        module_node, name = func.args[0], func.args[1]
+    else:
         return None
-    module = sem.qualname(func.value.value)
+    module = sem.qualname(module_node)
     if module != "torchvision.models" and not (module or "").startswith("torchvision.models."):
         return None
     namespace = module.split(".")[2] if module.count(".") >= 2 else ""
     namespace = namespace if namespace in TORCHVISION_SUBPACKAGES else ""
-    name = func.slice
     if isinstance(name, ast.Constant) and isinstance(name.value, str):
         key = (namespace, name.value)
         return key if key in TORCHVISION_LEGACY_WEIGHTS else None
@@ -541,6 +552,8 @@ def _unsafe_load(
     if weights_only is not None:
         if not _is_constant(weights_only.value, False):
             return
+        if _reads_own_buffer(ctx.sem, call) or _fallback_after_safe_load(ctx.sem, call):
+            return
         message = (
             f"`{what}(..., weights_only=False)` unpickles arbitrary objects: a crafted file runs "
             "code on load; keep `weights_only=True` unless the file is your own"
@@ -570,6 +583,57 @@ def _unsafe_load(
         if edit is not None:
             fix = Fix("Add `weights_only=True`", (edit,), safe=False)
     yield ctx.finding("TD702", call.func, message, fix)
+
+
+def _reads_own_buffer(sem: Semantics, call: ast.Call) -> bool:
+    """`torch.load(buffer, weights_only=False)` where `buffer` is an empty `io.BytesIO()` this
+    function made and filled (a deep copy through `torch.save`): the bytes never came from a
+    file anyone could have crafted. `io.BytesIO(downloaded)` is as untrusted as the download."""
+    source = call.args[0] if call.args else getattr(_keyword(call, "f"), "value", None)
+    if not isinstance(source, ast.Name):
+        return False
+    scope = sem.enclosing_function(call) or sem.tree
+    bound: list[ast.AST] = []
+    for statement in sem.bindings_by_scope.get(id(scope), []):
+        if isinstance(statement, ast.With | ast.AsyncWith):
+            bound.extend(
+                item.context_expr
+                for item in statement.items
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == source.id
+            )
+        elif isinstance(statement, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == source.id for target in statement.targets
+        ):
+            bound.append(statement.value)
+    return bool(bound) and all(
+        isinstance(value, ast.Call)
+        and sem.call_qualname(value) == "io.BytesIO"
+        and not value.args
+        and not value.keywords
+        for value in bound
+    )
+
+
+def _fallback_after_safe_load(sem: Semantics, call: ast.Call) -> bool:
+    """`try: torch.load(f, weights_only=True) except UnpicklingError: torch.load(f,
+    weights_only=False)`: the unsafe load is a deliberate fallback the author wrote after the
+    safe one failed."""
+    qualname = sem.call_qualname(call)
+    child: ast.AST = call
+    for ancestor in sem.ancestors(call):
+        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return False
+        if isinstance(ancestor, ast.Try) and child in ancestor.handlers:
+            return any(
+                isinstance(node, ast.Call)
+                and sem.call_qualname(node) == qualname
+                and (keyword := _keyword(node, "weights_only")) is not None
+                and not _is_constant(keyword.value, False)
+                for statement in ancestor.body
+                for node in ast.walk(statement)
+            )
+        child = ancestor
+    return False
 
 
 def _old_signature_fallback(ctx: RuleContext, call: ast.Call) -> bool:
@@ -611,12 +675,17 @@ def deprecated_amp(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.torch_version < AMP_DEPRECATED_IN:
         return
     sem = ctx.sem
+    # Names whose uses are reported: those uses carry the fix (the device argument goes into
+    # the call), so the `from torch.cuda.amp import ...` that bound them is not reported again.
+    reported_names: set[str] = set()
     for qualname, (kind, device) in AMP_SYMBOLS.items():
         for call in sem.calls_by_qualname.get(qualname, []):
             fix = _amp_call_fix(ctx, call, kind, device)
-            yield from _unless_compat(
+            for finding in _unless_compat(
                 ctx, "TD703", call.func, _amp_message(qualname, kind, device), fix
-            )
+            ):
+                reported_names.add(_root_name(call.func))
+                yield finding
     for reference in _attribute_references(sem):
         entry = AMP_SYMBOLS.get(reference.qualname)
         if entry is None:
@@ -639,8 +708,18 @@ def deprecated_amp(ctx: RuleContext) -> Iterator[Finding]:
                 continue
             for alias, qualname in _imported_qualnames(node):
                 entry = AMP_SYMBOLS.get(qualname)
-                if entry is not None:
-                    yield from _unless_compat(ctx, "TD703", alias, _amp_message(qualname, *entry))
+                bound = alias.asname or alias.name
+                if entry is None or (
+                    bound in reported_names and sem.imports.get(bound) == qualname
+                ):
+                    continue
+                yield from _unless_compat(ctx, "TD703", alias, _amp_message(qualname, *entry))
+
+
+def _root_name(node: ast.AST) -> str:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _amp_message(qualname: str, kind: str, device: str) -> str:
@@ -688,6 +767,9 @@ def _amp_call_fix(ctx: RuleContext, call: ast.Call, kind: str, device: str) -> F
     "`torch.autograd.Variable(x)` (a leftover from torch 0.3): it returns `x` detached, and "
     "`volatile=True` has no effect.",
     fixable=True,
+    # Off by default: on the ecosystem corpus every `Variable(x)` wraps data with no autograd
+    # history, where the wrapper changes nothing; reported under `--select TD704` / ALL.
+    enabled_by_default=False,
 )
 def variable_wrapper(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.sem.calls_to(*VARIABLE):
@@ -706,7 +788,8 @@ def _variable_message(call: ast.Call) -> str:
         )
     return (
         "`Variable(x)` is a torch 0.3 leftover: since 0.4 it only returns `x` detached from its "
-        "graph (requires_grad=False unless `requires_grad=True` is passed)"
+        "graph (requires_grad=False unless `requires_grad=True` is passed); on data with no "
+        "autograd history that changes nothing"
     )
 
 
@@ -921,6 +1004,8 @@ def _api_symbol_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
                 continue
             for call in calls:
                 fix = _symbol_call_fix(ctx, call, symbol)
+                if fix is None and _reached_through_reported_import(sem, call.func, code, version):
+                    continue
                 yield from _unless_compat(ctx, code, call.func, _symbol_message(symbol, code), fix)
     for reference in _attribute_references(sem):
         if reference.qualname in MODULES_NOW:
@@ -937,6 +1022,8 @@ def _api_symbol_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
                     (ctx.replace(reference.node, target),),
                     safe=symbol.rename_is_safe,
                 )
+        if fix is None and _reached_through_reported_import(sem, reference.node, code, version):
+            continue
         yield from _unless_compat(ctx, code, reference.node, _symbol_message(symbol, code), fix)
     wanted = [*REMOVED, *DEPRECATED]
     if not _imports_any(ctx, wanted, text_hints=tuple(REMOVED_MODULES)):
@@ -950,6 +1037,24 @@ def _api_symbol_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
                 yield from _removed_module_finding(ctx, code, node, node.module)
             else:
                 yield from _symbol_import_findings(ctx, code, node)
+
+
+def _reached_through_reported_import(
+    sem: Semantics, node: ast.AST, code: str, version: Version
+) -> bool:
+    """`weight_norm(...)` after `from torch.nn.utils import weight_norm`: the import is
+    reported (with the fix, when the module swap is mechanical), and a use with no fix of its
+    own would only repeat it."""
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    target = sem.imports.get(root.id)
+    if target is None or target == root.id or target in MODULES_NOW:
+        return False
+    symbol = REMOVED.get(target) or DEPRECATED.get(target)
+    return symbol is not None and _code_for(symbol, version) == code
 
 
 def _is_removed_module(module: str) -> bool:
@@ -1292,6 +1397,9 @@ def checkpoint_use_reentrant(ctx: RuleContext) -> Iterator[Finding]:
     "`torch.log(1 + x)`, `torch.exp(x) - 1`, `torch.log(torch.sum(torch.exp(x)))`: use "
     "`log1p`, `expm1`, `logsumexp`.",
     fixable=True,
+    # Off by default: whether `log(1 + x)` loses anything depends on how small x gets, which
+    # the text does not say; on the ecosystem corpus 2 of its 3 findings changed no number.
+    enabled_by_default=False,
 )
 def numerically_unstable(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
@@ -1477,26 +1585,65 @@ def _to_tensor_fix(ctx: RuleContext, call: ast.Call) -> Fix | None:
 )
 def private_api(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
+    version = ctx.torch_version
+    # Once per private name and file: at the import that binds it (the import's fix makes every
+    # use public), else at the first use, with one fix for all of them.
+    uses: dict[str, list[ast.AST]] = {}
     for qualname, calls in sem.calls_by_qualname.items():
-        public = _public_twin(qualname, ctx.torch_version)
-        if public is None:
-            continue
-        for call in calls:
-            fix = _private_reference_fix(ctx, call.func, public)
-            yield from _unless_compat(
-                ctx, "TD712", call.func, _private_message(qualname, public), fix
-            )
+        if _public_twin(qualname, version) is not None:
+            uses.setdefault(qualname, []).extend(call.func for call in calls)
     for reference in _attribute_references(sem):
-        public = _public_twin(reference.qualname, ctx.torch_version)
-        if public is not None:
-            fix = _private_reference_fix(ctx, reference.node, public)
-            yield from _unless_compat(
-                ctx, "TD712", reference.node, _private_message(reference.qualname, public), fix
-            )
-    if not _imports_any(ctx, PRIVATE_ALIASES, text_hints=tuple(PRIVATE_MODULES)):
+        if _public_twin(reference.qualname, version) is not None:
+            uses.setdefault(reference.qualname, []).append(reference.node)
+    for qualname, nodes in uses.items():
+        public = _public_twin(qualname, version)
+        assert public is not None
+        shown = [
+            node
+            for node in nodes
+            if not _reached_through_private_import(sem, node, version)
+            and not _in_compat_branch(sem, node)
+        ]
+        if shown:
+            yield _first_private_use(ctx, qualname, public, shown)
+    if not _imports_any(ctx, PRIVATE_ALIASES, text_hints=tuple(PRIVATE_MODULES)) and not any(
+        _public_twin(target, version) is not None for target in sem.imports.values()
+    ):
         return
     for node in _import_nodes(ctx):
         yield from _private_import_findings(ctx, node)
+
+
+def _first_private_use(
+    ctx: RuleContext, qualname: str, public: str, nodes: list[ast.AST]
+) -> Finding:
+    nodes = sorted(set(nodes), key=lambda node: (node.lineno, node.col_offset))
+    message = _private_message(qualname, public)
+    if len(nodes) > 1:
+        message += f" ({len(nodes)} uses in this file; the fix changes all of them)"
+    edits: list[Edit] = []
+    for node in nodes:
+        one = _private_reference_fix(ctx, node, public)
+        if one is None:
+            edits = []
+            break
+        edits.extend(one.edits)
+    fix = Fix(f"Use the public `{public}`", tuple(edits)) if edits else None
+    return ctx.finding("TD712", nodes[0], message, fix)
+
+
+def _reached_through_private_import(sem: Semantics, node: ast.AST, version: Version) -> bool:
+    """`default_collate(...)` after `from torch.utils.data._utils.collate import
+    default_collate`: the import is reported, and its fix makes this use public too."""
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    target = sem.imports.get(root.id)
+    if target is None or target == root.id:
+        return False  # `import torch`: no narrower import to point at
+    return _public_twin(target, version) is not None or _public_module(target, version) is not None
 
 
 def _public_twin(qualname: str, version: Version) -> str | None:
@@ -1504,7 +1651,7 @@ def _public_twin(qualname: str, version: Version) -> str | None:
     if entry is not None:
         return entry[0] if version >= entry[1] else None
     for private, (public, since) in PRIVATE_MODULES.items():
-        if qualname.startswith(private + ".") and version >= since:
+        if (qualname == private or qualname.startswith(private + ".")) and version >= since:
             return public + qualname[len(private) :]
     return None
 
@@ -1697,6 +1844,8 @@ def unseeded_training(ctx: RuleContext) -> Iterator[Finding]:
     loop = _first_training_loop(sem)
     if loop is None or _seeds_torch(sem):
         return
+    if sem.enclosing_function(loop) is not None and not _top_level_runs_own_code(sem):
+        return  # a library of training code: seeding is the job of the program that runs it
     header_end = loop.iter if isinstance(loop, ast.For | ast.AsyncFor) else loop.test
     start = ctx.doc.span_of(loop)
     end = ctx.doc.span_of(header_end)
@@ -1718,6 +1867,25 @@ def _first_training_loop(sem: Semantics) -> ast.For | ast.AsyncFor | ast.While |
         if loops:
             return loops[0]
     return None
+
+
+def _top_level_runs_own_code(sem: Semantics) -> bool:
+    """Whether the file's top-level code (a main guard included) calls or hands on a function
+    or class the file defines: `main()`, `Trainer(cfg).fit()`, `fire.Fire(train)`."""
+    defined = {
+        statement.name
+        for statement in sem.tree.body
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    if not defined:
+        return False
+    for statement in sem.tree.body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and node.id in defined:
+                return True
+    return False
 
 
 def _seeds_torch(sem: Semantics) -> bool:

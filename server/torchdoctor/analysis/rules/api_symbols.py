@@ -223,6 +223,24 @@ DEPRECATED = _symbols(
     ApiSymbol("functorch.combine_state_for_ensemble", "torch.func.stack_module_state", (2, 0)),
 )
 
+# The same functions reached through the module that defines them
+# (`from torch.nn.utils.weight_norm import weight_norm`): in torch 2.13 each path below is the
+# very object of the public name it maps to.
+DEFINING_MODULE_PATHS: dict[str, str] = {
+    "torch.functional.norm": "torch.norm",
+    "torch.functional.chain_matmul": "torch.chain_matmul",
+    "torch.functional.lu": "torch.lu",
+    "torch.nn.utils.weight_norm.weight_norm": "torch.nn.utils.weight_norm",
+    "torch.nn.utils.clip_grad.clip_grad_norm": "torch.nn.utils.clip_grad_norm",
+    "torch.nn.modules.UpsamplingNearest2d": "torch.nn.UpsamplingNearest2d",
+    "torch.nn.modules.UpsamplingBilinear2d": "torch.nn.UpsamplingBilinear2d",
+    "torch.nn.modules.upsampling.UpsamplingNearest2d": "torch.nn.UpsamplingNearest2d",
+    "torch.nn.modules.upsampling.UpsamplingBilinear2d": "torch.nn.UpsamplingBilinear2d",
+    "torch.cuda.memory.memory_cached": "torch.cuda.memory_cached",
+    "torch.cuda.memory.max_memory_cached": "torch.cuda.max_memory_cached",
+}
+DEPRECATED.update({path: DEPRECATED[public] for path, public in DEFINING_MODULE_PATHS.items()})
+
 # ---- TD703 -----------------------------------------------------------------------------------
 # torch.cuda.amp / torch.cpu.amp moved to torch.amp; torch 2.4 started warning (FutureWarning).
 AMP_DEPRECATED_IN: Version = (2, 4)

@@ -11,7 +11,8 @@ from ..call_edits import add_keyword, remove_arguments
 from ..context import RuleContext
 from ..dataflow import Definition, ScopeFlow, flow_of, names_with_history
 from ..findings import Finding, Fix, Severity, rule
-from ..semantics import Loop, Semantics, ValueKind
+from ..semantics import Function, Loop, Semantics, ValueKind
+from ..summaries import computes_loss, in_no_grad, returned_names, summaries_of
 from ..training import (
     TrainingLoop,
     exits_after,
@@ -24,7 +25,6 @@ from ..training import (
 )
 
 PAIR_WINDOW = 8  # how many later backward() calls each one is compared with (TD103)
-LOSS_FUNCTION_SUFFIXES = ("_loss", "loss", "cross_entropy", "nll_loss", "kl_div", "_entropy")
 
 
 # ---- TD101 ---------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
     definition = flow.reaching(receiver.id, call)
     if definition is None or not _is_computed(definition):
         return None
-    if _is_engine_backward(receiver, definition, call):
+    if _is_engine_backward(receiver, definition, call) or _used_as_engine(ctx, receiver, call):
         return None
     loop = loops[0]
     if any(sem.in_loop(d.node, loop) or d.node is loop for d in flow.definitions[receiver.id]):
@@ -261,6 +261,37 @@ def _is_engine_backward(receiver: ast.Name, definition: Definition, call: ast.Ca
         if callee is not None and callee[:1].isupper():
             return True  # an object from a class, not a tensor with a graph
     return bool(call.args) and ENGINE_NAME.search(receiver.id) is not None
+
+
+def _used_as_engine(ctx: RuleContext, receiver: ast.Name, call: ast.Call) -> bool:
+    """The receiver is called (`engine(x)`) or stepped (`engine.step()`) in the same function:
+    a training engine (DeepSpeed's `model_engine.backward(loss)`), not a tensor."""
+    sem = ctx.sem
+    function = sem.enclosing_function(call)
+    return receiver.id in _called_or_stepped_names(sem, function)
+
+
+def _called_or_stepped_names(sem: Semantics, function: Function | None) -> set[str]:
+    """Names a function (or the module, for None) calls (`engine(x)`) or steps
+    (`engine.step()`): one pass over the file's calls the first time, then a lookup."""
+    by_owner: dict[int, set[str]] | None = sem.derived.get("autograd:engine-names")
+    if by_owner is None:
+        by_owner = sem.derived["autograd:engine-names"] = {}
+        for other in sem.calls:
+            func = other.func
+            if isinstance(func, ast.Name):
+                name = func.id
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr == "step"
+                and isinstance(func.value, ast.Name)
+            ):
+                name = func.value.id
+            else:
+                continue
+            owner = sem.enclosing_function(other)
+            by_owner.setdefault(id(owner) if owner else 0, set()).add(name)
+    return by_owner.get(id(function) if function else 0, set())
 
 
 def _is_computed(definition: Definition) -> bool:
@@ -318,6 +349,8 @@ def _graph_sources(
             definition = flow.reaching(name.id, point)
             if definition is None or definition in found or definition.value is None:
                 continue
+            if isinstance(definition.node, ast.For | ast.AsyncFor):
+                continue  # the batches a loop walks carry no graph of this iteration
             found.add(definition)
             pending.append((definition.value, definition.node))
     return found
@@ -331,8 +364,11 @@ def _is_forward_output(ctx: RuleContext, definition: Definition) -> bool:
     if not isinstance(value, ast.Call):
         return False
     dotted = ctx.sem.dotted(value.func)
-    if dotted is not None and dotted.rsplit(".", 1)[-1].startswith(FACTORY_PREFIXES):
+    last = dotted.rsplit(".", 1)[-1] if dotted is not None else ""
+    if last.startswith(FACTORY_PREFIXES):
         return False  # `eva = create_model(...)` builds a model; it has no graph
+    if last[:1].isupper() or (dotted is not None and dotted in ctx.sem.module_classes):
+        return False  # `netD = Discriminator(ngpu)` constructs a module: no forward, no graph
     if ctx.sem.kind_of(value.func) is ValueKind.MODEL:
         return True
     return dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1
@@ -350,20 +386,31 @@ def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     structure = training_of(sem)
     mentioned_in_backward = _names_in_backward(sem, structure.backward_calls)
+    backward_receivers = _backward_receivers_by_loop(sem, structure.backward_calls)
     for target, value, kind, loop in _accumulations(sem):
         target_name = sem.dotted(target)
-        if target_name is None or target_name in mentioned_in_backward:
+        if target_name is None:
+            continue
+        function = sem.enclosing_function(value)
+        if (id(function), target_name) in mentioned_in_backward:
             continue  # the sum or list is back-propagated on purpose
         statement = sem.enclosing_statement(value)
-        if statement is None or sem.in_no_grad(statement):
+        if statement is None or in_no_grad(sem, statement):
             continue
         if _defined_in_iteration(ctx, target_name, statement, loop):
             continue
         method = "item" if kind == "sum" else "detach"
-        losses = [n for n in names_with_history(value) if _is_loss(ctx, n, loop)]
+        losses = [
+            n for n in names_with_history(value) if _is_loss(ctx, n, loop, backward_receivers)
+        ]
+        # asked last: it reads the whole function, and most accumulations are not losses
         if not losses:
-            if _is_direct_loss(ctx, value):
+            if _is_direct_loss(ctx, value) and not _returned_as_loss(
+                ctx, function, target_name, loop
+            ):
                 yield _direct_loss_finding(ctx, value, target_name, method)
+            continue
+        if _returned_as_loss(ctx, function, target_name, loop):
             continue
         names = ", ".join(dict.fromkeys(f"`{n.id}`" for n in losses))
         message = (
@@ -378,9 +425,65 @@ def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
         yield ctx.finding("TD104", value, message, fix)
 
 
+def _returned_as_loss(
+    ctx: RuleContext, function: Function | None, target: str, loop: Loop
+) -> bool:
+    """A loss function summing its terms (`total += F.mse_loss(a, b)` over feature maps) and
+    returning the sum, or a value computed from it: the graph is the loss its caller
+    back-propagates, not a leak. Only where the function never back-propagates and the loop
+    runs no model (an evaluation loop returning its summed losses still leaks)."""
+    sem = ctx.sem
+    summary = summaries_of(sem).of(function)
+    if function is None or summary is None or summary.calls_backward:
+        return False
+    if any(
+        sem.kind_of(call.func) is ValueKind.MODEL
+        for call in training_of(sem).calls_in(loop)
+    ):
+        return False
+    return target in _feeding_returns(ctx, function)
+
+
+def _feeding_returns(ctx: RuleContext, function: Function) -> set[str]:
+    """Names whose values reach a `return` of the function through its assignments."""
+    sem = ctx.sem
+    cache: dict[int, set[str]] = sem.derived.setdefault("autograd:feeding_returns", {})
+    found = cache.get(id(function))
+    if found is not None:
+        return found
+    flow = flow_of(sem, function)
+    found = set(returned_names(sem, function))
+    pending = list(found)
+    while pending:
+        name = pending.pop()
+        for definition in flow.definitions.get(name, ()):
+            if definition.value is None:
+                continue
+            for source in names_with_history(definition.value):
+                if source.id not in found:
+                    found.add(source.id)
+                    pending.append(source.id)
+    cache[id(function)] = found
+    return found
+
+
+def _backward_receivers_by_loop(
+    sem: Semantics, backward_calls: list[ast.Call]
+) -> set[tuple[int, str]]:
+    """(loop, name) for every `name.backward()` and each loop around it: one pass, so that
+    asking about one name in one loop costs a set lookup."""
+    found: set[tuple[int, str]] = set()
+    for call in backward_calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            for loop in sem.enclosing_loops(call):
+                found.add((id(loop), func.value.id))
+    return found
+
+
 def _is_direct_loss(ctx: RuleContext, value: ast.AST) -> bool:
-    """`total += F.mse_loss(out, y)`: the loss call itself is accumulated."""
-    return isinstance(value, ast.Call | ast.Attribute) and _computes_loss(ctx, value)
+    """`total += F.mse_loss(out, y)`: the loss call itself is accumulated (not its `.data`)."""
+    return isinstance(value, ast.Call | ast.Attribute) and computes_loss(ctx.sem, value)
 
 
 def _direct_loss_finding(ctx: RuleContext, value: ast.AST, target: str, method: str) -> Finding:
@@ -425,11 +528,12 @@ def _accumulations(sem: Semantics) -> list[tuple[ast.AST, ast.AST, str, Loop]]:
     return result
 
 
-def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[str]:
-    """Names reaching a backward call (`torch.stack(losses).mean().backward()`): a list or sum
-    gathered to be back-propagated."""
-    names: set[str] = set()
+def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[tuple[int, str]]:
+    """(function, name) for the names reaching a backward call in that function
+    (`torch.stack(losses).mean().backward()`): a list or sum gathered to be back-propagated."""
+    names: set[tuple[int, str]] = set()
     for call in backward_calls:
+        owner = id(sem.enclosing_function(call))
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
         roots = [receiver, *call.args] if receiver is not None else list(call.args)
         # `accelerator.backward(loss)` takes the loss as an argument; `loss = losses[i]` in a
@@ -441,7 +545,7 @@ def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[st
             for node in ast.walk(root):
                 dotted = sem.dotted(node)
                 if dotted is not None:
-                    names.add(dotted)
+                    names.add((owner, dotted))
                 if depth < 2 and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     flow = flow or flow_of(sem, function_scope(sem, call))
                     definition = flow.reaching(node.id, call)
@@ -470,49 +574,51 @@ def _is_self_update(ctx: RuleContext, definition: Definition, name: str) -> bool
     )
 
 
-def _is_loss(ctx: RuleContext, name: ast.Name, loop) -> bool:  # type: ignore[no-untyped-def]
+def _is_loss(
+    ctx: RuleContext, name: ast.Name, loop: Loop, backward_receivers: set[tuple[int, str]]
+) -> bool:
     """A tensor with history: back-propagated in this loop, or computed by a loss function."""
     sem = ctx.sem
-    for call in training_of(sem).backward_calls:
-        func = call.func
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == name.id
-            and sem.in_loop(call, loop)
-        ):
-            return True
+    if (id(loop), name.id) in backward_receivers:
+        return True
     flow = flow_of(sem, function_scope(sem, name))
     definition = flow.reaching(name.id, name)
-    if definition is None or definition.value is None or sem.in_no_grad(definition.node):
+    if definition is None or definition.value is None:
         return False
-    return _computes_loss(ctx, definition.value)
+    if in_no_grad(sem, definition.node):
+        return False
+    if _computed_without_grad(ctx, flow, definition, 0):
+        return False
+    return computes_loss(sem, definition.value)
 
 
-def _computes_loss(ctx: RuleContext, value: ast.AST) -> bool:
-    sem = ctx.sem
-    for node in ast.walk(value):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in ("item", "detach", "tolist"):
-                return False
-            if sem.kind_of(func) is ValueKind.CRITERION:
-                return True
-            qualname = sem.qualname(func) or ""
-            if qualname.startswith("torch.nn.functional.") and qualname.endswith(
-                LOSS_FUNCTION_SUFFIXES
-            ):
-                return True
-            dotted = sem.dotted(func) or ""
-            if dotted.rsplit(".", 1)[-1] in ("criterion", "loss_fn", "loss_func", "criterion_fn"):
-                return True
-        if (
-            isinstance(node, ast.Attribute)
-            and node.attr == "loss"
-            and isinstance(node.value, ast.Name)
+def _computed_without_grad(
+    ctx: RuleContext, flow: ScopeFlow, definition: Definition, depth: int
+) -> bool:
+    """Every value this one is computed from was made under no_grad (`outputs = model(x)` in a
+    `with torch.no_grad():` block, then `loss = outputs.loss` outside it): it has no graph."""
+    value = definition.value
+    if value is None or depth > 3:
+        return False
+    sources = names_with_history(value)
+    if not sources or computes_loss(ctx.sem, _without_attribute_reads(value)):
+        return False
+    for source in sources:
+        reaching = flow.reaching(source.id, definition.node)
+        if reaching is None or reaching.value is None:
+            return False
+        if not in_no_grad(ctx.sem, reaching.node) and not _computed_without_grad(
+            ctx, flow, reaching, depth + 1
         ):
-            return True  # Hugging Face `outputs.loss`
-    return False
+            return False
+    return True
+
+
+def _without_attribute_reads(value: ast.AST) -> ast.AST:
+    """`outputs.loss` → `outputs`: reading a field makes no new graph; a call may."""
+    while isinstance(value, ast.Attribute | ast.Subscript):
+        value = value.value
+    return value
 
 
 # ==== TD105–TD110 ==========================================================================
@@ -713,6 +819,9 @@ PARAMETER_ITERATORS = ("parameters", "named_parameters", "buffers", "named_buffe
     Severity.WARNING,
     "A write through `.data` bypasses autograd's check that saved tensors are unchanged.",
     fixable=True,
+    # on the ecosystem corpus every finding was a target-network sync or a buffer refill after
+    # the graph was freed: a hazard no author acted on (18 of 18 noise)
+    enabled_by_default=False,
 )
 def data_attribute(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
@@ -1034,7 +1143,7 @@ def _optimizer_steps_after(
     when none comes before the scheduler call in that iteration."""
     sem = ctx.sem
     for loop in sem.enclosing_loops(call):
-        inside = [s for s in optimizer_steps if loop in sem.enclosing_loops(s)]
+        inside = training_of(sem).steps_in(loop)
         if not inside:
             continue
         if any(position(s) < position(call) for s in inside):
@@ -1061,6 +1170,8 @@ def unscaled_accumulation(ctx: RuleContext) -> Iterator[Finding]:
             continue  # the optimizer also steps on every iteration
         if not all(_modulo_condition(ctx, zero, entry.loop) for zero in entry.zeroing):
             continue  # gradients are cleared every iteration: nothing accumulates
+        if not _scale_matters(ctx, entry):
+            continue
         branch, divisor = conditions[0]  # type: ignore[misc]
         for backward in entry.backward_calls:
             if any(backward in _walk_set(c[0]) for c in conditions if c is not None):
@@ -1088,6 +1199,35 @@ def unscaled_accumulation(ctx: RuleContext) -> Iterator[Finding]:
                 replacement += follows
             fix = Fix(f"Divide the loss by `{k}`", (Edit(span, replacement),), safe=False)
             yield ctx.finding("TD109", backward, message, fix)
+
+
+# Optimizers whose update divides by a running norm of the gradient: a gradient k times larger
+# gives the same step (checked with torch: identical trajectories for Adam and AdamW).
+SCALE_INVARIANT_OPTIMIZERS = frozenset(
+    {"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "SparseAdam"}
+)
+CLIPPING_CALLS = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_gradients")
+
+
+def _scale_matters(ctx: RuleContext, entry: TrainingLoop) -> bool:
+    """The k-times-larger gradient changes the step: the loop clips gradients (at a norm now k
+    times too small), or the optimizer is known and not one that normalises the gradient away
+    (SGD). An optimizer of unknown class without clipping: stay quiet."""
+    sem = ctx.sem
+    for call in training_of(sem).calls_in(entry.loop):
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in CLIPPING_CALLS:
+            return True
+    optimizer = entry.optimizer_names[0]
+    classes = [
+        (sem.call_qualname(value) or "").rsplit(".", 1)[-1]
+        for value in sem.assigned_values(optimizer)
+        if isinstance(value, ast.Call)
+    ]
+    return bool(classes) and all(
+        name[:1].isupper() and name not in SCALE_INVARIANT_OPTIMIZERS for name in classes
+    )
 
 
 def _walk_set(node: ast.AST) -> list[ast.AST]:

@@ -15,6 +15,12 @@ from ..dataflow import flow_of
 from ..findings import Edit, Finding, Fix, Severity, Span, rule
 from ..semantics import FUNCTION_NODES, Function, Semantics
 from ..training import function_scope, training_of
+from .loader_workload import (
+    places_items_on_device,
+    pretokenized_dataset,
+    small_builtin_dataset,
+    tensor_dataset_value,
+)
 
 LOADER_CLASSES = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 LOADER_POSITIONAL = (
@@ -173,7 +179,8 @@ def enclosing_class(sem: Semantics, node: ast.AST) -> ast.ClassDef | None:
 
 
 def same_binding(sem: Semantics, dotted: str, bound_at: ast.AST, used_at: ast.AST) -> bool:
-    """Whether `dotted` used at `used_at` can be the value bound at `bound_at`."""
+    """Whether `dotted` used at `used_at` can be the value bound at `bound_at`. It depends on
+    the two places only through their `binding_scope`s."""
     if dotted.startswith("self."):
         return enclosing_class(sem, bound_at) is enclosing_class(sem, used_at)
     bound_scope = scope_of(sem, bound_at)
@@ -184,6 +191,20 @@ def same_binding(sem: Semantics, dotted: str, bound_at: ast.AST, used_at: ast.AS
         # a global read from a function that does not bind the name itself
         return dotted.split(".", 1)[0] not in _names_bound_in(sem, used_scope)
     return False
+
+
+def binding_scope(sem: Semantics, dotted: str, node: ast.AST) -> ast.AST | None:
+    """What `same_binding` compares for `dotted` at `node`: the class for `self.x`, else the
+    function (or module) holding `node`."""
+    return enclosing_class(sem, node) if dotted.startswith("self.") else scope_of(sem, node)
+
+
+def reaches_from_module(sem: Semantics, dotted: str, used_scope: ast.AST | None) -> bool:
+    """Whether a module-level binding of `dotted` is what a use in `used_scope` (another
+    scope) reads: a global read from a function that does not bind the name itself."""
+    if dotted.startswith("self.") or used_scope is None:
+        return False
+    return dotted.split(".", 1)[0] not in _names_bound_in(sem, used_scope)
 
 
 def scope_of(sem: Semantics, node: ast.AST) -> ast.AST:
@@ -406,14 +427,42 @@ class IterationSite:
 
 def iteration_sites(sem: Semantics, dotted: str, bound_at: ast.AST) -> list[IterationSite]:
     """Loops over `dotted` (`for b in loader`, `enumerate(tqdm(loader))`) and `iter(loader)`."""
-    key = f"data:sites:{dotted}:{id(bound_at)}"
+    bound_scope = binding_scope(sem, dotted, bound_at)
+    key = f"data:sites:{dotted}:{id(bound_scope)}"
     found = sem.derived.get(key)
     if found is not None:
         return found
-    found = []
-    for loop, node in _loop_index(sem)[1].get(dotted, []):
-        if same_binding(sem, dotted, bound_at, loop):
-            found.append(IterationSite(node, loop))
+    by_scope = _sites_by_scope(sem, dotted)
+    if isinstance(bound_scope, ast.Module) and not dotted.startswith("self."):
+        chosen = [
+            entry
+            for used_scope, entries in by_scope.items()
+            if used_scope is bound_scope or reaches_from_module(sem, dotted, used_scope)
+            for entry in entries
+        ]
+    else:
+        chosen = list(by_scope.get(bound_scope, []))
+    # in source order; the index of a site keeps the order of sites at the same place
+    chosen.sort(key=lambda entry: (entry[1].node.lineno, entry[1].node.col_offset, entry[0]))  # type: ignore[attr-defined]
+    found = [site for _, site in chosen]
+    sem.derived[key] = found
+    return found
+
+
+def _sites_by_scope(
+    sem: Semantics, dotted: str
+) -> dict[ast.AST | None, list[tuple[int, IterationSite]]]:
+    """Every place `dotted` is iterated, grouped by the `binding_scope` of the place and
+    numbered in the order found, built once per name: asking each binding of a name shared by
+    many functions (`train_loader`) to scan every loop over that name would be quadratic."""
+    index = sem.derived.setdefault("data:sites_by_scope", {})
+    found = index.get(dotted)
+    if found is not None:
+        return found
+    found = index[dotted] = {}
+    places: list[tuple[ast.AST, IterationSite]] = [
+        (loop, IterationSite(node, loop)) for loop, node in _loop_index(sem)[1].get(dotted, [])
+    ]
     for call in _calls_passing(sem, dotted):
         func = call.func
         if (
@@ -422,11 +471,10 @@ def iteration_sites(sem: Semantics, dotted: str, bound_at: ast.AST) -> list[Iter
             and call.args
             and sem.dotted(call.args[0]) == dotted
             and not _inside_loop_header(sem, call)
-            and same_binding(sem, dotted, bound_at, call)
         ):
-            found.append(IterationSite(call, None))
-    found.sort(key=lambda site: (site.node.lineno, site.node.col_offset))  # type: ignore[attr-defined]
-    sem.derived[key] = found
+            places.append((call, IterationSite(call, None)))
+    for number, (place, site) in enumerate(places):
+        found.setdefault(binding_scope(sem, dotted, place), []).append((number, site))
     return found
 
 
@@ -483,7 +531,21 @@ def _dataset_value(sem: Semantics, args: Arguments) -> ast.expr | None:
             definition = flow_of(sem, function_scope(sem, args.call)).reaching(dotted, args.call)
             if definition is not None and definition.value is not None:
                 return definition.value
+            if definition is None and isinstance(dataset, ast.Name):
+                return _global_value(sem, dataset.id, args.call) or dataset
     return dataset
+
+
+def _global_value(sem: Semantics, name: str, at: ast.AST) -> ast.expr | None:
+    """The value of a global a function reads without binding it: the one module-level
+    assignment to it (several, or none: unknown)."""
+    if isinstance(scope_of(sem, at), ast.Module) or name in _names_bound_in(sem, scope_of(sem, at)):
+        return None
+    assigns = [
+        assign for assign in _assignments_to(sem, name)
+        if isinstance(sem.parent(assign), ast.Module)
+    ]
+    return assigns[0].value if len(assigns) == 1 else None
 
 
 def _split_of(value: ast.AST | None) -> str | None:
@@ -684,6 +746,8 @@ def sampler_set_epoch(ctx: RuleContext) -> Iterator[Finding]:
         if found is None:
             continue
         epoch_loop, loader_handle, sampler_handle = found
+        if _epoch_set_by_helper(sem, [loader_handle, sampler_handle]):
+            continue
         message = (
             "this DistributedSampler shuffles with the seed `seed + epoch`, and its epoch is "
             "never set: every epoch visits the samples in the same order; call "
@@ -716,6 +780,19 @@ def _epoch_loop_of(
         if loop is not None:
             return loop, handle, sampler_handle
     return None
+
+
+def _epoch_set_by_helper(sem: Semantics, handles: list[str | None]) -> bool:
+    """`set_sampler_epoch(train_loader, epoch)`: a function named for setting the epoch gets the
+    loader or the sampler; what it does is out of sight, and likely `.set_epoch(epoch)`."""
+    for handle in handles:
+        if handle is None:
+            continue
+        for call in _calls_passing(sem, handle):
+            words = _words(last_name(sem, call.func))
+            if "set" in words and any(word.startswith("epoch") for word in words):
+                return True
+    return False
 
 
 def _prepared_elsewhere(sem: Semantics, handle: str) -> bool:
@@ -849,6 +926,10 @@ def _remove_option_fix(ctx: RuleContext, call: ast.Call, args: Arguments, name: 
     Severity.INFORMATION,
     "A training DataLoader loads every batch in the main process (num_workers unset or 0).",
     fixable=True,
+    # On the ecosystem corpus most loaders without workers are examples on small or prepared
+    # data (GLUE rows tokenized ahead of time, a file's text in one tensor), where workers
+    # would not speed anything up: too noisy to be on by default.
+    enabled_by_default=False,
 )
 def single_process_loading(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
@@ -861,7 +942,9 @@ def single_process_loading(ctx: RuleContext) -> Iterator[Finding]:
             continue  # workers already, or a variable (`num_workers=n`)
         if args.bound("persistent_workers") or args.bound("prefetch_factor"):
             continue  # TD503's case
-        if _in_memory_dataset(sem, args) or not is_training_loader(sem, call, args):
+        if _in_memory_dataset(sem, args) or _workers_would_not_help(sem, args):
+            continue
+        if not is_training_loader(sem, call, args):
             continue
         where = "`num_workers=0`" if workers is not None else "no `num_workers`"
         message = (
@@ -871,6 +954,19 @@ def single_process_loading(ctx: RuleContext) -> Iterator[Finding]:
         )
         where_node = workers if workers is not None else call.func
         yield ctx.finding("TD504", where_node, message, _workers_fix(ctx, call, args))
+
+
+def _workers_would_not_help(sem: Semantics, args: Arguments) -> bool:
+    """Items a worker could not load (placed on the GPU) or that cost next to nothing (MNIST,
+    rows tokenized ahead of time, a tensor of indices)."""
+    value = _dataset_value(sem, args)
+    collate_fn = args.get("collate_fn")
+    return (
+        places_items_on_device(sem, value, collate_fn)
+        or small_builtin_dataset(sem, value)
+        or pretokenized_dataset(sem, args.get("dataset"), args.call, collate_fn)
+        or tensor_dataset_value(sem, args.get("dataset"), args.call)
+    )
 
 
 def _in_memory_dataset(sem: Semantics, args: Arguments) -> bool:
@@ -937,7 +1033,21 @@ def _in_memory_local_dataset(sem: Semantics, value: ast.AST | None, at: ast.AST,
         inner = bind_arguments(value, ("dataset", "indices")).get("dataset")
         return _in_memory_local_dataset(sem, inner, value, depth + 1)
     cls = _local_class(sem, value.func)
-    return cls is not None and _class_in_memory(sem, cls)
+    return cls is not None and _class_in_memory(sem, cls, _in_memory_arguments(sem, cls, value))
+
+
+def _in_memory_arguments(sem: Semantics, cls: ast.ClassDef, call: ast.Call) -> frozenset[str]:
+    """The parameters of `cls.__init__` that this constructor call fills with a tensor or
+    array held in memory (`TextWindows(torch.from_numpy(text), 256)`)."""
+    init = methods_of(cls).get("__init__")
+    if init is None:
+        return frozenset()
+    parameters = parameter_names(init)[1:]
+    bound = bind_arguments(call, tuple(parameters))
+    return frozenset(
+        name for name, value in bound.values.items()
+        if name in parameters and tensor_dataset_value(sem, value, call)
+    )
 
 
 def _dataset_bindings(sem: Semantics, node: ast.Name | ast.Attribute, at: ast.AST) -> list:
@@ -968,25 +1078,28 @@ def _local_class(sem: Semantics, func: ast.AST) -> ast.ClassDef | None:
     return None
 
 
-def _class_in_memory(sem: Semantics, cls: ast.ClassDef) -> bool:
+def _class_in_memory(sem: Semantics, cls: ast.ClassDef, given: frozenset[str]) -> bool:
     """`__getitem__` only indexes attributes that the class fills with in-memory values
-    (tensors, arrays, lists, results of torch and numpy functions), converts the items cheaply,
-    and reads nothing."""
+    (tensors, arrays, lists, results of torch and numpy functions, or the `__init__`
+    parameters named in `given`, which this construction fills with in-memory tensors),
+    converts the items cheaply, and reads nothing."""
     memo = sem.derived.setdefault("data:in_memory_classes", {})
-    found = memo.get(id(cls))
+    key = (id(cls), given)
+    found = memo.get(key)
     if found is None:
-        memo[id(cls)] = False  # a class reached again while being decided does not count
+        memo[key] = False  # a class reached again while being decided does not count
         methods = methods_of(cls)
         getitem = methods.get("__getitem__")
-        found = memo[id(cls)] = (
+        found = memo[key] = (
             getitem is not None
             and "__iter__" not in methods
-            and _cheap_getitem(sem, cls, getitem)
+            and _cheap_getitem(sem, cls, getitem, given)
         )
     return found
 
 
-def _cheap_getitem(sem: Semantics, cls: ast.ClassDef, getitem: Function) -> bool:
+def _cheap_getitem(sem: Semantics, cls: ast.ClassDef, getitem: Function,
+                   given: frozenset[str]) -> bool:
     local_names = set(parameter_names(getitem)) | set(_local_bindings(sem, getitem))
     for statement in getitem.body:
         for node in ast.walk(statement):
@@ -1006,7 +1119,7 @@ def _cheap_getitem(sem: Semantics, cls: ast.ClassDef, getitem: Function) -> bool
                 and isinstance(node.value, ast.Name)
                 and node.value.id == "self"
                 and _holds_data_use(sem, node)
-                and not _attribute_in_memory(sem, cls, node.attr, 0)
+                and not _attribute_in_memory(sem, cls, node.attr, 0, given)
             ):
                 return False
     return True
@@ -1046,12 +1159,13 @@ def _array_function(qualname: str) -> bool:
     return name not in STORAGE_FUNCTIONS
 
 
-def _attribute_in_memory(sem: Semantics, cls: ast.ClassDef, attr: str, depth: int) -> bool:
+def _attribute_in_memory(sem: Semantics, cls: ast.ClassDef, attr: str, depth: int,
+                         given: frozenset[str]) -> bool:
     """Every assignment to `self.<attr>` in the class holds an in-memory value, and there is
     at least one (an attribute set elsewhere is unknown)."""
     bindings = _attribute_bindings(sem, cls).get(attr, [])
     return bool(bindings) and all(
-        _binding_in_memory(sem, cls, binding, depth + 1) for binding in bindings
+        _binding_in_memory(sem, cls, binding, depth + 1, given) for binding in bindings
     )
 
 
@@ -1104,7 +1218,8 @@ def _local_bindings(sem: Semantics, function: Function) -> dict[str, list[Bindin
     return found
 
 
-def _binding_in_memory(sem: Semantics, cls: ast.ClassDef, binding: Binding, depth: int) -> bool:
+def _binding_in_memory(sem: Semantics, cls: ast.ClassDef, binding: Binding, depth: int,
+                       given: frozenset[str]) -> bool:
     value, index, function = binding
     if depth > MAX_DEPTH:
         return False
@@ -1112,11 +1227,11 @@ def _binding_in_memory(sem: Semantics, cls: ast.ClassDef, binding: Binding, dept
         if isinstance(value, ast.Tuple | ast.List):
             if len(value.elts) <= index or any(isinstance(e, ast.Starred) for e in value.elts):
                 return False
-            return _value_in_memory(sem, cls, value.elts[index], function, depth)
+            return _value_in_memory(sem, cls, value.elts[index], function, depth, given)
         callee = _local_function(sem, value)
         if callee is not None:
-            return _returns_in_memory(sem, cls, callee, index, depth)
-    return _value_in_memory(sem, cls, value, function, depth)
+            return _returns_in_memory(sem, cls, callee, index, depth, given)
+    return _value_in_memory(sem, cls, value, function, depth, given)
 
 
 def _local_function(sem: Semantics, value: ast.expr) -> Function | None:
@@ -1127,20 +1242,21 @@ def _local_function(sem: Semantics, value: ast.expr) -> Function | None:
 
 
 def _returns_in_memory(sem: Semantics, cls: ast.ClassDef, function: Function,
-                       index: int | None, depth: int) -> bool:
+                       index: int | None, depth: int, given: frozenset[str]) -> bool:
     returns = [
         node.value
         for node in ast.walk(function)
         if isinstance(node, ast.Return) and sem.enclosing_function(node) is function
     ]
     return bool(returns) and all(
-        value is not None and _binding_in_memory(sem, cls, (value, index, function), depth + 1)
+        value is not None
+        and _binding_in_memory(sem, cls, (value, index, function), depth + 1, given)
         for value in returns
     )
 
 
 def _value_in_memory(sem: Semantics, cls: ast.ClassDef, value: ast.expr, function: Function,
-                     depth: int) -> bool:
+                     depth: int, given: frozenset[str]) -> bool:
     """A tensor, array, list or other plain value computed in `function`, not a handle that
     reads storage when indexed (`np.load(..., mmap_mode="r")`, an HDF5 file, a parameter)."""
     if depth > MAX_DEPTH:
@@ -1150,26 +1266,29 @@ def _value_in_memory(sem: Semantics, cls: ast.ClassDef, value: ast.expr, functio
         return True
     if isinstance(value, ast.BinOp):
         return any(
-            _value_in_memory(sem, cls, side, function, depth)
+            _value_in_memory(sem, cls, side, function, depth, given)
             for side in (value.left, value.right)
         )
     if isinstance(value, ast.UnaryOp):
-        return _value_in_memory(sem, cls, value.operand, function, depth)
+        return _value_in_memory(sem, cls, value.operand, function, depth, given)
     if isinstance(value, ast.IfExp):
         return all(
-            _value_in_memory(sem, cls, branch, function, depth)
+            _value_in_memory(sem, cls, branch, function, depth, given)
             for branch in (value.body, value.orelse)
         )
     if isinstance(value, ast.Subscript):
-        return _value_in_memory(sem, cls, value.value, function, depth)
+        return _value_in_memory(sem, cls, value.value, function, depth, given)
     if isinstance(value, ast.Name):
         bindings = _local_bindings(sem, function).get(value.id, [])
-        return bool(bindings) and all(
-            _binding_in_memory(sem, cls, binding, depth + 1) for binding in bindings
+        if not bindings:
+            # a parameter of `__init__` that the constructor call fills with a tensor
+            return value.id in given and function is methods_of(cls).get("__init__")
+        return all(
+            _binding_in_memory(sem, cls, binding, depth + 1, given) for binding in bindings
         )
     if isinstance(value, ast.Attribute):
         if isinstance(value.value, ast.Name) and value.value.id == "self":
-            return _attribute_in_memory(sem, cls, value.attr, depth)
+            return _attribute_in_memory(sem, cls, value.attr, depth, given)
         return False
     if not isinstance(value, ast.Call):
         return False
@@ -1182,11 +1301,11 @@ def _value_in_memory(sem: Semantics, cls: ast.ClassDef, value: ast.expr, functio
     if isinstance(value.func, ast.Name):
         callee = _local_function(sem, value)
         if callee is not None:
-            return _returns_in_memory(sem, cls, callee, None, depth)
+            return _returns_in_memory(sem, cls, callee, None, depth, given)
         return value.func.id in IN_MEMORY_BUILTINS
     if isinstance(value.func, ast.Attribute):
         # a method of an in-memory value: `x.astype(...)`, `rng.normal(...)`, `t.unsqueeze(1)`
-        return _value_in_memory(sem, cls, value.func.value, function, depth)
+        return _value_in_memory(sem, cls, value.func.value, function, depth, given)
     return False
 
 
@@ -1307,6 +1426,11 @@ class _WorkerStarts:
             handle = assigned_name(self.sem, call)
             if handle is not None and _starts_workers(self.sem, args):
                 self.loaders.append((call, handle))
+        # per handle, the scopes its worker loaders are bound in (see `same_binding`)
+        self.loader_scopes: dict[str, set[ast.AST | None]] = {}
+        for call, handle in self.loaders:
+            scope = binding_scope(self.sem, handle, call)
+            self.loader_scopes.setdefault(handle, set()).add(scope)
         self.functions = module_functions(self.sem)
         self.memo: dict[int, bool] = {}
         self.param_memo: dict[tuple[int, str], bool] = {}
@@ -1402,12 +1526,15 @@ class _WorkerStarts:
 
     def _is_worker_loader(self, value: ast.AST, at: ast.AST) -> bool:
         dotted = self.sem.dotted(value)
-        if dotted is None:
+        if dotted is None or dotted not in self.loader_scopes:
             return False
+        bound_scopes = self.loader_scopes[dotted]
+        used_scope = binding_scope(self.sem, dotted, at)
+        if used_scope in bound_scopes:
+            return True
         return any(
-            handle == dotted and same_binding(self.sem, handle, call, at)
-            for call, handle in self.loaders
-        )
+            isinstance(scope, ast.Module) for scope in bound_scopes
+        ) and reaches_from_module(self.sem, dotted, used_scope)
 
     def _iterates_parameter(self, function: Function, parameter: str) -> bool:
         key = (id(function), parameter)

@@ -15,6 +15,7 @@ from ..semantics import Function, Semantics
 from ..training import function_scope, statement_list_of
 from .data import (
     Arguments,
+    assigned_name,
     at_module_level,
     calls_by_name,
     class_of_instance,
@@ -26,6 +27,7 @@ from .data import (
     last_name,
     loader_calls,
     methods_of,
+    module_functions,
 )
 
 DDP_CLASSES = (
@@ -40,13 +42,23 @@ SAVE_FUNCTIONS = ("torch.save", "torch.serialization.save")
 # Names that say "this is the process that writes": is_main_process(), master_process,
 # accelerator.is_main_process, trainer.is_global_zero, @rank_zero_only, is_rank_zero() ...
 MAIN_PROCESS_NAME = re.compile(
-    r"^(is_)?(local_)?(main|master|chief|leader)(_process|_proc|_rank|_node|_worker|_ordinal)?$"
-    r"|^is_(local_)?main_process$|^is_(global|local)_zero$|^(is_)?(global_)?rank_?(0|zero)(_only)?$",
+    r"^(is_)?(local_)?(main|master|chief|leader)(_process|_proc|_rank|_node|_worker|_ordinal|_only)?$"
+    r"|^is_(local_)?main_process$|^is_(global|local)_zero$|^(is_)?(global_)?rank_?(0|zero)(_only)?$"
+    r"|^is_(local_)?(root|primary)(_process|_worker|_rank|_node)?$",
     re.IGNORECASE,
 )
 SAVE_HELPER_NAME = re.compile(r"master|main_process|rank_?0|rank_?zero|on_main", re.IGNORECASE)
 RANK_WORDS = ("rank", "gpu", "ordinal", "process_index")
 EXIT_CALLS = frozenset({"exit", "quit", "_exit"})
+# Calls that start worker processes running the function they are given: `mp.spawn(main, ...)`,
+# `Process(target=run)`, `notebook_launcher(train)`. A function handed to anything else (a
+# display helper, a timer) runs in the process that calls it.
+LAUNCHERS = frozenset(
+    {"spawn", "start_processes", "Process", "elastic_launch", "notebook_launcher", "launch"}
+)
+# Words of tests that hold whenever the run is distributed at all
+DISTRIBUTED_STATE_WORDS = ("distributed", "is_initialized", "dist_avail", "world_size", "ddp")
+MAX_HELPER_DEPTH = 2  # rank-0 helpers followed through helpers, at most
 
 
 def is_distributed_script(sem: Semantics) -> bool:
@@ -241,22 +253,32 @@ def _is_zero(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value in (0, "0") and node.value is not False
 
 
-def _rank_test(test: ast.AST, sem: Semantics | None = None) -> str | None:
+def _is_one(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 1 and node.value is not True
+
+
+def _rank_test(test: ast.AST, sem: Semantics | None = None, depth: int = 0) -> str | None:
     """"main" when `test` holds on rank 0 only, "other" when it holds on every other rank.
-    With `sem`, a flag (`args.save_logs`) counts as what every value it is assigned tests."""
+    With `sem`, a flag (`args.save_logs`) counts as what every value it is assigned tests, and
+    a call of a function of this file as what it returns (`def should_write(): return r == 0`)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _rank_test(test.operand, sem)
+        inner = _rank_test(test.operand, sem, depth)
         if inner == "main":
             return "other"
         if inner == "other":
             return "main"
         return "main" if _mentions_rank(test.operand) else None  # `not rank`
     if isinstance(test, ast.BoolOp):
-        parts = [_rank_test(value, sem) for value in test.values]
+        parts = [_rank_test(value, sem, depth) for value in test.values]
         if isinstance(test.op, ast.And):
             if "main" in parts:
                 return "main"
-            return "other" if all(part == "other" for part in parts) else None
+            if "other" in parts and all(
+                part == "other" or _tests_distributed_state(value)
+                for part, value in zip(parts, test.values, strict=True)
+            ):
+                return "other"  # `dist.is_initialized() and dist.get_rank() != 0`
+            return None
         if "other" in parts:
             return "other"
         return "main" if "main" in parts else None
@@ -266,12 +288,52 @@ def _rank_test(test: ast.AST, sem: Semantics | None = None) -> str | None:
         return _rank_comparison(test.left, test.ops[0], test.comparators[0])
     if isinstance(test, ast.Name | ast.Attribute | ast.Call) and _mentions_rank(test):
         return "other"  # `if rank:` holds on every rank but 0
-    if sem is not None and isinstance(test, ast.Name | ast.Attribute):
+    if sem is None or depth >= MAX_HELPER_DEPTH:
+        return None
+    if isinstance(test, ast.Name | ast.Attribute):
         dotted = sem.dotted(test)
         values = sem.assigned_values(dotted) if dotted is not None else []
-        if values and all(_rank_test(value) == "main" for value in values):
+        if values and all(_rank_test(value, sem, depth + 1) == "main" for value in values):
             return "main"  # `save = args.out and is_master(args)` ... `if save:`
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name):
+        helper = module_functions(sem).get(test.func.id)
+        if helper is not None and sem.qualname(test.func) is None:
+            return _helper_test(sem, helper, depth + 1)
     return None
+
+
+def _helper_test(sem: Semantics, helper: Function, depth: int) -> str | None:
+    """"main" when every value the function returns is a rank-0 test, or `True` where it is not
+    distributed at all (`if not dist.is_initialized(): return True`). Memoised per function."""
+    memo = sem.derived.setdefault("distributed:helper_tests", {})
+    key = (id(helper), depth)
+    if key not in memo:
+        memo[key] = _decide_helper_test(sem, helper, depth)
+    return memo[key]
+
+
+def _decide_helper_test(sem: Semantics, helper: Function, depth: int) -> str | None:
+    returns = [
+        node.value
+        for node in ast.walk(helper)
+        if isinstance(node, ast.Return) and sem.enclosing_function(node) is helper
+    ]
+    tests = [
+        value for value in returns
+        if not (isinstance(value, ast.Constant) and value.value is True)
+    ]
+    if not tests:
+        return None  # no return, or `return True` alone: says nothing about ranks
+    if all(value is not None and _rank_test(value, sem, depth) == "main" for value in tests):
+        return "main"
+    return None
+
+
+def _tests_distributed_state(test: ast.AST) -> bool:
+    """`args.distributed`, `dist.is_initialized()`, `is_dist_avail_and_initialized()`,
+    `world_size > 1`: true exactly when there are other ranks at all."""
+    text = ast.unparse(test).lower()
+    return any(word in text for word in DISTRIBUTED_STATE_WORDS)
 
 
 def _rank_comparison(left: ast.AST, op: ast.cmpop, right: ast.AST) -> str | None:
@@ -280,6 +342,10 @@ def _rank_comparison(left: ast.AST, op: ast.cmpop, right: ast.AST) -> str | None
         if _mentions_rank(left) and values and values <= {0, -1, "0", "-1"}:
             return "main" if isinstance(op, ast.In) else "other"
         return None
+    if _is_one(right) and _mentions_rank(left):  # `rank < 1`, `rank >= 1`
+        return "main" if isinstance(op, ast.Lt) else "other" if isinstance(op, ast.GtE) else None
+    if _is_one(left) and _mentions_rank(right):  # `1 > rank`, `1 <= rank`
+        return "main" if isinstance(op, ast.Gt) else "other" if isinstance(op, ast.LtE) else None
     if _is_zero(right) and _mentions_rank(left):
         rank_side_first = True
     elif _is_zero(left) and _mentions_rank(right):
@@ -337,6 +403,7 @@ class _RankGuards:
     def __init__(self, sem: Semantics) -> None:
         self.sem = sem
         self.memo: dict[int, bool] = {}
+        self.launches: bool | None = None
 
     def guarded_in_scope(self, node: ast.AST) -> bool:
         sem = self.sem
@@ -379,9 +446,9 @@ class _RankGuards:
             return False
         function = self.sem.enclosing_function(node)
         if function is None:
-            return not any(
-                isinstance(a, ast.ClassDef | ast.Lambda) for a in self.sem.ancestors(node)
-            )
+            if any(isinstance(a, ast.ClassDef | ast.Lambda) for a in self.sem.ancestors(node)):
+                return False
+            return not (self._launches_workers() and self._under_module_condition(node))
         if depth > 4:
             return False
         key = id(function)
@@ -390,7 +457,7 @@ class _RankGuards:
         self.memo[key] = False  # recursion: assume guarded
         callers = self._callers(function)
         if callers is None:
-            result = self._entry_point(function)
+            result = self._entry_point(function, depth)
         else:
             result = any(self.reached_on_every_rank(call, depth + 1) for call in callers)
         self.memo[key] = result
@@ -410,17 +477,37 @@ class _RankGuards:
             return []
         return calls or None
 
-    def _entry_point(self, function: Function) -> bool:
+    def _entry_point(self, function: Function, depth: int) -> bool:
         """A function nobody here calls runs on every rank when it is handed to a launcher
-        (`mp.spawn(main_worker, ...)`, `Process(target=run)`); otherwise its callers are
-        elsewhere and may well guard it."""
+        (`mp.spawn(main_worker, ...)`, `Process(target=run)`), and where the call runs that it
+        is handed to otherwise (`show_example(load_vocab)`, `atexit.register(save)`); with
+        neither, its callers are elsewhere and may well guard it."""
         if not at_module_level(self.sem, function):
             return False
         for call in self.sem.calls:
             values = [*call.args, *(k.value for k in call.keywords)]
-            if any(isinstance(v, ast.Name) and v.id == function.name for v in values):
+            if not any(isinstance(v, ast.Name) and v.id == function.name for v in values):
+                continue
+            if last_name(self.sem, call.func) in LAUNCHERS:
+                return True
+            if self.reached_on_every_rank(call, depth + 1):
                 return True
         return False
+
+    def _launches_workers(self) -> bool:
+        """The file starts its worker processes itself (`mp.spawn`, `Process`): its own module
+        level is the launching process, not a rank."""
+        if self.launches is None:
+            self.launches = any(
+                last_name(self.sem, call.func) in LAUNCHERS for call in self.sem.calls
+            )
+        return self.launches
+
+    def _under_module_condition(self, node: ast.AST) -> bool:
+        """Inside an `if` at module level (`if __name__ == "__main__":`, a notebook check):
+        code a spawned worker's re-import of the file does not run. Unguarded module-level
+        code runs again in every worker the spawn start method starts."""
+        return any(isinstance(ancestor, ast.If) for ancestor in self.sem.ancestors(node))
 
 
 def _calls_method_of(sem: Semantics, call: ast.Call, cls: ast.ClassDef) -> bool:
@@ -481,10 +568,21 @@ def ddp_without_distributed_sampler(ctx: RuleContext) -> Iterator[Finding]:
             continue
         if not is_training_loader(sem, call, args) or _dataset_split_by_rank(sem, args):
             continue
+        if _replaced_by_wrapper(sem, call):
+            continue
+        shuffle = args.get("shuffle")
+        if shuffle is None or (isinstance(shuffle, ast.Constant) and not shuffle.value):
+            order = (
+                "in the same order, so the ranks compute gradients on the same batches"
+            )
+        else:
+            order = (
+                "so an epoch goes through the data once per rank (and when the ranks share a "
+                "seed, they shuffle alike and compute gradients on the same batches)"
+            )
         message = (
             f"this training DataLoader has no DistributedSampler while the model is wrapped in "
-            f"{wrapper}: every rank iterates over the whole dataset (with the same seed, in the "
-            "same order), so the ranks compute gradients on the same batches; pass "
+            f"{wrapper}: every rank iterates over the whole dataset, {order}; pass "
             "`sampler=DistributedSampler(dataset)`"
         )
         yield ctx.finding("TD604", call.func, message, _sampler_fix(ctx, call, args))
@@ -501,6 +599,44 @@ def _same_program_part(sem: Semantics, wrapper: ast.Call, loader: ast.Call) -> b
         return True
     wrapper_class = enclosing_class(sem, wrapper)
     return wrapper_class is not None and wrapper_class is enclosing_class(sem, loader)
+
+
+def _replaced_by_wrapper(sem: Semantics, loader: ast.Call) -> bool:
+    """`model, optimizer, loader = engine.make_private(..., data_loader=loader)`: the loader
+    the model trains on is what a wrapper built from this one, and it may well shard the data
+    (Opacus swaps in a distributed sampler under DDP). What it returns is unknown here."""
+    handle = assigned_name(sem, loader)
+    if handle is None:
+        return False
+    scope = sem.enclosing_function(loader)
+    for assign in _call_results_bound_to(sem).get(handle, []):
+        if sem.enclosing_function(assign) is not scope or assign.lineno <= loader.lineno:
+            continue
+        call = assign.value
+        if not isinstance(call, ast.Call):
+            continue
+        passed = [*call.args, *(k.value for k in call.keywords)]
+        if any(sem.dotted(value) == handle for value in passed):
+            return True
+    return False
+
+
+def _call_results_bound_to(sem: Semantics) -> dict[str, list[ast.Assign]]:
+    """`a, b, loader = f(...)` and `loader = f(...)` by each name bound, built once."""
+    index = sem.derived.get("distributed:call_results")
+    if index is None:
+        index = {}
+        for assign in sem.assigns:
+            if not isinstance(assign, ast.Assign) or not isinstance(assign.value, ast.Call):
+                continue
+            for target in assign.targets:
+                elements = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+                for element in elements:
+                    name = sem.dotted(element)
+                    if name is not None:
+                        index.setdefault(name, []).append(assign)
+        sem.derived["distributed:call_results"] = index
+    return index
 
 
 def _shards_data(sem: Semantics) -> bool:

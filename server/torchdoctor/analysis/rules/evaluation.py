@@ -11,14 +11,17 @@ from dataclasses import dataclass, field
 from ..context import RuleContext
 from ..dataflow import flow_of, names_with_history
 from ..findings import Edit, Finding, Fix, Severity, Span, rule
+from ..mode_layers import constructor_mode_layers
 from ..semantics import FUNCTION_NODES, Function, Loop, Semantics, ValueKind
+from ..summaries import is_mode_switch, receives_loss_or_optimizer, resolve_call, summaries_of
 from ..training import exits_after, position, training_of
-from .modules import definition_of, local_class, nn_class_name, own_nodes
+from .modules import definition_of, own_nodes
 
 EVALUATION_FUNCTION = re.compile(
     r"(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing"
     r"|predict|prediction|predictions|infer|inference|sample|sampling|generate|generation"
-    r"|score|scoring|accuracy|benchmark)($|_)",
+    r"|score|scoring|accuracy|benchmark|translate|translation|visuali[sz]e|visuali[sz]ation"
+    r"|plot|beam_search|greedy_decode)($|_)",
     re.IGNORECASE,
 )
 DATA_NAME = re.compile(
@@ -41,7 +44,6 @@ GRAD_MANAGERS = frozenset(
         "torch.autograd.grad_mode.enable_grad",
     }
 )
-MODE_LAYER = re.compile(r"Dropout|BatchNorm|SyncBatchNorm|^Transformer")
 
 
 # ---- what is an evaluation loop ------------------------------------------------------------
@@ -65,35 +67,12 @@ class EvaluationFacts:
     # per function (id, 0 for the module): (position, id of innermost loop or 0) of each step
     steps_by_function: dict[int, list[tuple[tuple[int, int], int]]] = field(default_factory=dict)
     calls_by_name: dict[str, list[ast.Call]] = field(default_factory=dict)
+    # per function (id, 0 for the module): its training nodes, in source order
+    nodes_by_function: dict[int, list[ast.AST]] = field(default_factory=dict)
+    nodes_by_loop: dict[int, list[ast.AST]] = field(default_factory=dict)  # every loop around
+    training_node_ids: set[int] = field(default_factory=set)
     # per scope (function, class, lambda or module, by id): mode calls and local helper calls
     mode_nodes: dict[int, list[ast.Call]] = field(default_factory=dict)
-
-
-def _functions_by_name(sem: Semantics) -> dict[str, list[Function]]:
-    found: dict[str, list[Function]] = {}
-    for function in sem.functions:
-        found.setdefault(function.name, []).append(function)
-    return found
-
-
-def _called_function(sem: Semantics, call: ast.Call, functions: dict[str, list[Function]]):  # type: ignore[no-untyped-def]
-    """The local function or method a call runs: `evaluate(...)`, `self.evaluate(...)`."""
-    func = call.func
-    if isinstance(func, ast.Name):
-        if func.id not in functions:
-            return None
-        candidates = [
-            f for f in functions.get(func.id, []) if not isinstance(sem.parent(f), ast.ClassDef)
-        ]
-    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        if func.attr not in functions:
-            return None
-        candidates = [
-            f for f in functions.get(func.attr, []) if isinstance(sem.parent(f), ast.ClassDef)
-        ]
-    else:
-        return None
-    return candidates[0] if len(candidates) == 1 else None
 
 
 def _model_of(call: ast.Call) -> ast.expr:
@@ -165,52 +144,29 @@ def facts_of(ctx: RuleContext) -> EvaluationFacts:
     if cached is not None:
         return cached
     structure = training_of(sem)
-    functions = _functions_by_name(sem)
+    summaries = summaries_of(sem)
+    functions = summaries.functions_by_name
     training_nodes: list[ast.AST] = [*structure.backward_calls, *structure.step_calls]
     training_nodes.extend(sem.calls_to("torch.autograd.grad"))
-    training_functions = {
-        id(function)
-        for node in training_nodes
-        if (function := sem.enclosing_function(node)) is not None
-    }
-    calls_to_local: list[tuple[ast.Call, Function]] = []
-    for call in sem.calls:
-        called = _called_function(sem, call, functions)
-        if called is not None:
-            calls_to_local.append((call, called))
-    # calls to local helpers that train (`train_one_epoch(model, ...)`), transitively
-    changed = True
-    while changed:
-        changed = False
-        for call, called in calls_to_local:
-            if id(called) not in training_functions:
-                continue
-            if call in training_nodes:
-                continue
+    direct = {id(node) for node in training_nodes}
+    calls_to_local = [
+        (call, summaries.resolved[id(call)]) for call in sem.calls if id(call) in summaries.resolved
+    ]
+    # calls to local helpers whose summary back-propagates or steps (`train_one_epoch(model,
+    # ...)`, `self.step(loss)`); calls to functions the file does not define that receive the
+    # loss or the optimizer are asked about only for loops that look like evaluation
+    # (`_loop_may_train`): most calls are in no such loop
+    for call, called in calls_to_local:
+        if id(call) not in direct and summaries.by_function[id(called)].trains:
             training_nodes.append(call)
-            caller = sem.enclosing_function(call)
-            if caller is not None and id(caller) not in training_functions:
-                training_functions.add(id(caller))
-                changed = True
     training_loop_ids = {
         id(loop) for node in training_nodes for loop in sem.enclosing_loops(node)
     }
     mode_functions = {
         id(function)
-        for name in ("eval", "train")
-        for call in sem.method_calls(name)
-        if _mode_of_call(sem, call) is not None
-        and (function := sem.enclosing_function(call)) is not None
+        for function in sem.functions
+        if summaries.by_function[id(function)].switches_mode
     }
-    changed = True
-    while changed:
-        changed = False
-        for call, called in calls_to_local:
-            if id(called) in mode_functions:
-                caller = sem.enclosing_function(call)
-                if caller is not None and id(caller) not in mode_functions:
-                    mode_functions.add(id(caller))
-                    changed = True
     facts = EvaluationFacts(
         [],
         training_loop_ids,
@@ -226,6 +182,10 @@ def facts_of(ctx: RuleContext) -> EvaluationFacts:
         facts.steps_by_function.setdefault(id(owner) if owner else 0, []).append(
             (position(step), id(inner[0]) if inner else 0)
         )
+        facts.nodes_by_function.setdefault(id(owner) if owner else 0, []).append(step)
+        facts.training_node_ids.add(id(step))
+        for loop in inner:
+            facts.nodes_by_loop.setdefault(id(loop), []).append(step)
     for call in sem.calls:
         if isinstance(call.func, ast.Name):
             facts.calls_by_name.setdefault(call.func.id, []).append(call)
@@ -276,6 +236,10 @@ def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) ->
     sem = ctx.sem
     if id(loop) in facts.training_loop_ids:
         return False
+    if loop.body and isinstance(loop.body[-1], ast.Break):
+        return False  # one pass only (`for batch in loader: model(batch); break`): a warm-up
+    if _loop_may_train(ctx, loop):
+        return False
     if not _looks_like_evaluation(sem, loop):
         return False
     if _in_training_step(ctx, facts, loop) or _feeds_later_training(ctx, facts, loop):
@@ -284,6 +248,17 @@ def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) ->
     if function is not None and _is_lightning_hook(sem, function):
         return False
     return function is None or not _called_in_training_step(ctx, facts, function, 0)
+
+
+def _loop_may_train(ctx: RuleContext, loop: Loop) -> bool:
+    """A call in the loop to a function the file does not define that receives the loss or the
+    optimizer (`loss_scaler(loss, optimizer)`, `backprop(loss)`): it may back-propagate."""
+    sem = ctx.sem
+    summaries = summaries_of(sem)
+    return any(
+        id(call) not in summaries.resolved and receives_loss_or_optimizer(sem, call)
+        for call in training_of(sem).calls_in(loop)
+    )
 
 
 CONTAINER_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "update"})
@@ -298,10 +273,8 @@ def _feeds_later_training(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) 
     start = position(loop)
     later = [
         step
-        for step in facts.training_nodes
-        if position(step) > start
-        and sem.enclosing_function(step) is function
-        and loop not in sem.enclosing_loops(step)
+        for step in facts.nodes_by_function.get(id(function) if function else 0, ())
+        if position(step) > start and loop not in sem.enclosing_loops(step)
     ]
     if not later:
         return False
@@ -393,8 +366,39 @@ def _called_in_training_step(
 
 def _call_sites(ctx: RuleContext, facts: EvaluationFacts, function: Function) -> list[ast.Call]:
     if isinstance(ctx.sem.parent(function), ast.ClassDef):
-        return ctx.sem.method_calls(function.name)
+        return _method_call_sites(ctx.sem, facts).get(id(function), [])
     return facts.calls_by_name.get(function.name, [])
+
+
+def _method_call_sites(sem: Semantics, facts: EvaluationFacts) -> dict[int, list[ast.Call]]:
+    """Per method (by id), the calls that run it: `x.name(...)` when one method of the file has
+    that name, else `self.name(...)` inside its own class. One pass over the calls, so that a
+    method name shared by many classes (`evaluate`) does not make every class scan them all."""
+    cached = sem.derived.get("evaluation:method-call-sites")
+    if cached is not None:
+        return cached
+    methods: dict[tuple[int, str], Function] = {}
+    for function in sem.functions:
+        owner = sem.parent(function)
+        if isinstance(owner, ast.ClassDef):
+            methods[(id(owner), function.name)] = function
+    sites: dict[int, list[ast.Call]] = {}
+    for call in sem.calls:
+        target = facts.resolved.get(id(call))
+        func = call.func
+        if target is None and (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            caller = sem.enclosing_function(call)
+            cls = sem.parent(caller) if caller is not None else None
+            if isinstance(cls, ast.ClassDef):
+                target = methods.get((id(cls), func.attr))
+        if target is not None and isinstance(sem.parent(target), ast.ClassDef):
+            sites.setdefault(id(target), []).append(call)
+    sem.derived["evaluation:method-call-sites"] = sites
+    return sites
 
 
 def _is_lightning_hook(sem: Semantics, function: Function) -> bool:
@@ -421,6 +425,9 @@ def _grad_mode_at(sem: Semantics, node: ast.AST) -> str | None:
                     return "off"
                 if _is_grad_manager(sem, decorator):
                     return "managed"
+            summary = summaries_of(sem).of(ancestor)
+            if summary is not None and summary.runs_without_grad:
+                return "off"  # a decorator of this file that wraps the call in no_grad
             return None
         if isinstance(ancestor, ast.ClassDef | ast.Lambda):
             return None
@@ -441,33 +448,53 @@ def _grad_off_before(ctx: RuleContext, loop: Loop) -> bool:
     """`torch.set_grad_enabled(False)` or frozen parameters earlier in the function or at the
     top level of the file."""
     sem = ctx.sem
+    earliest = _grad_off_positions(sem)
+    if MODULE_LEVEL in earliest:
+        return True
     function = sem.enclosing_function(loop)
-    where = position(loop)
-    candidates = [
-        *sem.calls_to("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"),
-        *sem.method_calls("requires_grad_"),
+    if function is None:
+        return False
+    first = earliest.get(id(function))
+    return first is not None and first < position(loop)
+
+
+MODULE_LEVEL = 0
+
+
+def _grad_off_positions(sem: Semantics) -> dict[int, tuple[int, int]]:
+    """Per function (by id; MODULE_LEVEL for the top level of the file), where autograd is
+    first switched off or parameters frozen: one pass over the calls and assignments."""
+    cached = sem.derived.get("evaluation:grad-off")
+    if cached is not None:
+        return cached
+    earliest: dict[int, tuple[int, int]] = {}
+    nodes: list[ast.AST] = [
+        call
+        for call in (
+            *sem.calls_to("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"),
+            *sem.method_calls("requires_grad_"),
+        )
+        if _is_false_call(call)
     ]
-    for call in candidates:
-        if not _is_false_call(call):
+    nodes.extend(
+        assign
+        for assign in sem.assigns
+        if isinstance(assign, ast.Assign)
+        and isinstance(assign.value, ast.Constant)
+        and assign.value.value is False
+        and any(_is_requires_grad_target(t) for t in assign.targets)
+    )
+    for node in nodes:
+        owner = sem.enclosing_function(node)
+        if owner is None:
+            if not _inside_class(sem, node):
+                earliest[MODULE_LEVEL] = (0, 0)
             continue
-        owner = sem.enclosing_function(call)
-        if owner is None and not _inside_class(sem, call):
-            return True
-        if owner is function and position(call) < where:
-            return True
-    for assign in sem.assigns:
-        if not isinstance(assign, ast.Assign) or not (
-            isinstance(assign.value, ast.Constant) and assign.value.value is False
-        ):
-            continue
-        if not any(_is_requires_grad_target(t) for t in assign.targets):
-            continue
-        owner = sem.enclosing_function(assign)
-        if owner is None and not _inside_class(sem, assign):
-            return True
-        if owner is function and position(assign) < where:
-            return True
-    return False
+        where = position(node)
+        if id(owner) not in earliest or where < earliest[id(owner)]:
+            earliest[id(owner)] = where
+    sem.derived["evaluation:grad-off"] = earliest
+    return earliest
 
 
 def _inside_class(sem: Semantics, node: ast.AST) -> bool:
@@ -487,7 +514,6 @@ def _is_false_call(call: ast.Call) -> bool:
 def _wants_gradients_inside(ctx: RuleContext, loop: Loop) -> bool:
     """Input gradients (saliency, adversarial examples) or a model handed to unknown code."""
     sem = ctx.sem
-    functions = facts_of(ctx).functions
     for node in own_nodes(loop):
         if isinstance(node, ast.Call):
             func = node.func
@@ -500,7 +526,7 @@ def _wants_gradients_inside(ctx: RuleContext, loop: Loop) -> bool:
             if any(
                 sem.dotted(arg) is not None and sem.kind_of(arg) is ValueKind.MODEL
                 for arg in node.args
-            ) and _called_function(sem, node, functions) is None:
+            ) and resolve_call(sem, node) is None:
                 return True
         elif isinstance(node, ast.Assign):
             if any(_is_requires_grad_target(t) for t in node.targets):
@@ -596,8 +622,9 @@ class ModeEvent:
 
 def _mode_of_call(sem: Semantics, call: ast.Call) -> str | None:
     func = call.func
-    if not isinstance(func, ast.Attribute) or sem.qualname(func) is not None:
-        return None
+    if not is_mode_switch(sem, call):
+        return None  # also the train()/eval() of a schedule-free optimizer
+    assert isinstance(func, ast.Attribute)
     if func.attr == "eval" and not call.args and not call.keywords:
         return "eval"
     if func.attr != "train":
@@ -688,10 +715,8 @@ def _deliberate_train_mode(ctx: RuleContext, event: ModeEvent, node: ast.AST) ->
         return False
     scope = sem.enclosing_function(node)
     start, end = position(event.node), position(node)
-    return not any(
-        start < position(step) < end and sem.enclosing_function(step) is scope
-        for step in facts_of(ctx).training_nodes
-    )
+    steps = facts_of(ctx).nodes_by_function.get(id(scope) if scope else 0, ())
+    return not any(start < position(step) < end for step in steps)
 
 
 def _same_model(sem: Semantics, event: ModeEvent, model: str) -> bool:
@@ -729,95 +754,13 @@ def _map_model_to_caller(
 
 
 # ---- which models behave differently in eval mode ------------------------------------------
-def _mode_dependent_call(ctx: RuleContext, model_call: ast.Call) -> bool:
-    """False only when the model is built in this file from layers that ignore train/eval."""
+def _mode_layers_of_call(ctx: RuleContext, model_call: ast.Call) -> list[str]:
+    """The dropout/batch-norm layers of the model a call runs, when the file shows how it was
+    built; empty when nothing is known (then eval() may change nothing: stay quiet)."""
     definition = definition_of(ctx, _model_of(model_call))
     if definition is None:
-        return True
-    return _constructor_mode_dependent(ctx, definition, 0)
-
-
-def _constructor_mode_dependent(ctx: RuleContext, constructor: ast.Call, depth: int) -> bool:
-    sem = ctx.sem
-    if depth > 6:
-        return True
-    name = nn_class_name(sem, constructor.func)
-    if name is not None:
-        return _nn_layer_mode_dependent(ctx, name, constructor, depth)
-    dotted = sem.dotted(constructor.func)
-    if dotted is not None and dotted in sem.module_classes:
-        cls = local_class(sem, dotted)
-        return True if cls is None else _class_mode_dependent(ctx, cls, depth + 1)
-    return True
-
-
-def _nn_layer_mode_dependent(ctx: RuleContext, name: str, call: ast.Call, depth: int) -> bool:
-    if name in ("Sequential", "ModuleList", "ModuleDict"):
-        for argument in call.args:
-            for node in ast.walk(argument):
-                if isinstance(node, ast.Starred):
-                    return True
-                if isinstance(node, ast.Call) and _constructor_mode_dependent(ctx, node, depth + 1):
-                    return True
-        return False
-    if MODE_LAYER.search(name):
-        return True
-    if name in ("RNN", "LSTM", "GRU", "MultiheadAttention"):
-        return any(
-            k.arg == "dropout" and not (isinstance(k.value, ast.Constant) and not k.value.value)
-            for k in call.keywords
-        ) or len(call.args) > 5
-    if name.startswith("InstanceNorm"):
-        return any(k.arg == "track_running_stats" for k in call.keywords)
-    return False
-
-
-def _class_mode_dependent(ctx: RuleContext, cls: ast.ClassDef, depth: int) -> bool:
-    sem = ctx.sem
-    key = f"evaluation:mode-dependent:{id(cls)}"
-    if key in sem.derived:
-        return sem.derived[key]
-    sem.derived[key] = True  # recursion guard: assume it does
-    result = False
-    for base in cls.bases:
-        qualname = sem.qualname(base)
-        dotted = sem.dotted(base)
-        if qualname is not None:
-            head, _, last = qualname.rpartition(".")
-            if not (head.startswith("torch.nn") and not MODE_LAYER.search(last)):
-                result = True
-        elif dotted is not None:
-            local = local_class(sem, dotted)
-            result = result or local is None or _class_mode_dependent(ctx, local, depth + 1)
-        else:
-            result = True
-    for node in ast.walk(cls):
-        if result:
-            break
-        if isinstance(node, ast.Attribute) and node.attr == "training":
-            result = True
-        elif isinstance(node, ast.Call):
-            qualname = sem.qualname(node.func) or ""
-            if qualname.startswith("torch.nn.functional.") and (
-                "dropout" in qualname or "batch_norm" in qualname
-            ):
-                result = True
-            elif nn_class_name(sem, node.func) is not None:
-                name = nn_class_name(sem, node.func)
-                assert name is not None
-                result = _nn_layer_mode_dependent(ctx, name, node, depth + 1)
-            elif (dotted := sem.dotted(node.func)) is not None and dotted in sem.module_classes:
-                local = local_class(sem, dotted)
-                result = local is None or (
-                    local is not cls and _class_mode_dependent(ctx, local, depth + 1)
-                )
-            elif qualname and not qualname.startswith("torch."):
-                last = qualname.rsplit(".", 1)[-1]
-                result = last[:1].isupper() or qualname.startswith(
-                    ("torchvision.models.", "timm.", "transformers.")
-                )
-    sem.derived[key] = result
-    return result
+        return []
+    return constructor_mode_layers(ctx.sem, definition)
 
 
 # ---- TD402 ---------------------------------------------------------------------------------
@@ -840,16 +783,25 @@ def eval_without_model_eval(ctx: RuleContext) -> Iterator[Finding]:
             continue
         if _mode_reached(ctx, loop, model, 0):
             continue
-        if not any(_mode_dependent_call(ctx, c) for c in entry.model_calls):
+        layers = next(
+            (found for c in entry.model_calls if (found := _mode_layers_of_call(ctx, c))), []
+        )
+        if not layers:
             continue
         name = model or "model"
         message = (
-            f"`{name}` is evaluated here without `{name}.eval()`: dropout still drops "
-            "activations at random and batch norm normalises with this batch's statistics (and "
-            "updates its running averages with evaluation data, even under no_grad), so the "
-            f"results are noisy and wrong; call `{name}.eval()` before the loop"
+            f"`{name}` is evaluated here without `{name}.eval()`, and it holds "
+            f"{_layer_list(layers)}, which act differently in training mode: dropout still "
+            "drops activations at random, batch norm normalises with this batch's statistics "
+            "(and updates its running averages with evaluation data, even under no_grad), so "
+            f"the results are noisy and wrong; call `{name}.eval()` before the loop"
         )
         yield ctx.finding("TD402", call, message, _insert_eval_fix(ctx, loop, model))
+
+
+def _layer_list(layers: list[str]) -> str:
+    named = [layer if " " in layer else f"`{layer}`" for layer in layers[:4]]
+    return ", ".join(named) + (" and more" if len(layers) > 4 else "")
 
 
 def _in_own_method(sem: Semantics, loop: Loop, model: str | None) -> bool:
@@ -906,7 +858,7 @@ def _training_after(ctx: RuleContext, node: ast.AST, model: str) -> TrainingAfte
     for loop in sem.enclosing_loops(node):
         if id(loop) not in facts.training_loop_ids:
             continue
-        steps = [s for s in facts.training_nodes if loop in sem.enclosing_loops(s)]
+        steps = facts.nodes_by_loop.get(id(loop), [])
         if not steps:
             continue
         if any(event.mode != "eval" for event in _mode_events_inside(ctx, loop)):
@@ -954,6 +906,8 @@ def train_mode_not_restored(ctx: RuleContext) -> Iterator[Finding]:
         after = _training_after(ctx, event.node, model)
         if after is None or (id(after.loop), model) in reported:
             continue
+        if _rebound_each_iteration(after.loop, model):
+            continue  # `for model in models:` trains the next model, not this one
         statement = sem.enclosing_statement(event.node)
         if statement is not None and exits_after(sem, statement):
             continue
@@ -975,6 +929,14 @@ def train_mode_not_restored(ctx: RuleContext) -> Iterator[Finding]:
         yield ctx.finding("TD403", event.node, message, fix)
 
 
+def _rebound_each_iteration(loop: Loop, model: str) -> bool:
+    """The loop's own target binds the model: every iteration works on another object."""
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return False
+    head = model.split(".", 1)[0]
+    return any(isinstance(n, ast.Name) and n.id == head for n in ast.walk(loop.target))
+
+
 def _eval_events(ctx: RuleContext) -> Iterator[ModeEvent]:
     sem = ctx.sem
     mode_functions = facts_of(ctx).mode_functions
@@ -989,29 +951,39 @@ def _is_trained(ctx: RuleContext, model: str, after: TrainingAfter) -> bool:
     """The model the loop switches is one it trains: called there with autograd on, handed to a
     training helper, given to an optimizer, or put in train mode somewhere in the file."""
     sem = ctx.sem
-    for call in sem.method_calls("train"):
-        if _mode_of_call(sem, call) == "train" and sem.dotted(call.func.value) == model:  # type: ignore[attr-defined]
-            return True
-    for call in sem.method_calls("parameters"):
-        if sem.dotted(call.func.value) == model:  # type: ignore[attr-defined]
-            owner = sem.parent(call)
-            if isinstance(owner, ast.Call) and sem.kind_of(owner.func) is not ValueKind.MODEL:
-                qualname = sem.qualname(owner.func) or ""
-                if "optim" in qualname:
-                    return True
-    for call in sem.calls:
-        if after.loop not in sem.enclosing_loops(call):
-            continue
+    if model in _models_trained_somewhere(sem):
+        return True
+    facts = facts_of(ctx)
+    for call in training_of(sem).calls_in(after.loop):
         if sem.dotted(_model_of(call)) == model and _grad_mode_at(sem, call) is None:
             return True
-        if call not in facts_of(ctx).training_nodes:
+        if id(call) not in facts.training_node_ids:
             continue
         if any(sem.dotted(argument) == model for argument in call.args):
             return True
-        helper = facts_of(ctx).resolved.get(id(call))
+        helper = facts.resolved.get(id(call))
         if helper is not None and model.startswith("self.") and _runs_model(ctx, helper, model):
             return True
     return False
+
+
+def _models_trained_somewhere(sem: Semantics) -> set[str]:
+    """Models the file puts in train mode or hands to an optimizer: one pass, memoised."""
+    cached = sem.derived.get("evaluation:trained-models")
+    if cached is not None:
+        return cached
+    found: set[str] = set()
+    for call in sem.method_calls("train"):
+        if _mode_of_call(sem, call) == "train":
+            found.add(sem.dotted(call.func.value) or "")  # type: ignore[attr-defined]
+    for call in sem.method_calls("parameters"):
+        owner = sem.parent(call)
+        if isinstance(owner, ast.Call) and sem.kind_of(owner.func) is not ValueKind.MODEL:
+            if "optim" in (sem.qualname(owner.func) or ""):
+                found.add(sem.dotted(call.func.value) or "")  # type: ignore[attr-defined]
+    found.discard("")
+    sem.derived["evaluation:trained-models"] = found
+    return found
 
 
 def _runs_model(ctx: RuleContext, function: Function, model: str) -> bool:

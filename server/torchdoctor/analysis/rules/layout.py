@@ -13,6 +13,7 @@ from ..dataflow import Definition, flow_of
 from ..findings import Edit, Finding, Fix, Severity, Span, rule
 from ..semantics import FUNCTION_NODES, Loop, ValueKind
 from ..training import function_scope, in_exclusive_branches, runs_every_iteration, training_of
+from .device_evidence import syncs_on_every_step, targets_accelerator
 
 # ---- shared helpers ------------------------------------------------------------------------
 # Core candidates: "is this expression a tensor", "training loops (innermost loops around
@@ -153,7 +154,7 @@ def _is_tensor_expr(
     if isinstance(expr, ast.Attribute):
         if expr.attr in ("T", "mT", "H", "mH", "grad", "real", "imag"):
             return _is_tensor_expr(ctx, expr.value, at, depth + 1, by_use)
-        return _attribute_holds_tensor(ctx, expr)
+        return _attribute_holds_tensor(ctx, expr, at)
     if isinstance(expr, ast.Name):
         return _name_holds_tensor(ctx, expr.id, at, depth, by_use)
     return False
@@ -168,12 +169,15 @@ def _is_module_instance(ctx: RuleContext, func: ast.AST) -> bool:
     return dotted is not None and dotted not in ctx.sem.module_classes
 
 
-def _attribute_holds_tensor(ctx: RuleContext, expr: ast.Attribute) -> bool:
-    """`self.mean` assigned only from torch tensor factories in this file."""
+def _attribute_holds_tensor(ctx: RuleContext, expr: ast.Attribute, at: ast.AST) -> bool:
+    """`self.mean` assigned only from torch tensor factories in this file. The assignment
+    being evaluated does not count: `ds.targets = torch.tensor(ds.targets)` says nothing about
+    what `ds.targets` held before it."""
     dotted = ctx.sem.dotted(expr)
     if dotted is None or ctx.sem.kinds.get(dotted) is not None:
         return False
-    values = ctx.sem.assigned_values(dotted)
+    around = {id(node) for node in ctx.sem.ancestors(at)} | {id(at)}
+    values = [v for v in ctx.sem.assigned_values(dotted) if id(v) not in around]
     return bool(values) and all(
         isinstance(v, ast.Call) and _is_tensor_call(ctx, v) for v in values
     )
@@ -195,10 +199,73 @@ def _name_holds_tensor(
         return _parameter_is_tensor(ctx, node, name, by_use)
     if definition.value is None or not isinstance(node, ast.Assign | ast.AnnAssign):
         return False
+    if _unpacks_loader_batch(ctx, node, name):
+        return True
     value = _element_for(node, name, definition.value)
     if value is None:
         return False
     return _is_tensor_expr(ctx, value, node, depth + 1, by_use)
+
+
+def _unpacks_loader_batch(ctx: RuleContext, node: ast.Assign | ast.AnnAssign, name: str) -> bool:
+    """`x, y = batch` where `batch` is a whole item of a DataLoader loop: the default collate
+    turned each field into a tensor."""
+    if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Name):
+        return False
+    if not any(
+        isinstance(target, ast.Tuple | ast.List)
+        and any(isinstance(e, ast.Name) and e.id == name for e in target.elts)
+        for target in node.targets
+    ):
+        return False
+    batch = _reaching(ctx, node.value.id, node)
+    return (
+        batch is not None
+        and isinstance(batch.node, ast.For | ast.AsyncFor)
+        and _is_whole_batch(ctx, batch.node, node.value.id)
+    )
+
+
+def _is_whole_batch(ctx: RuleContext, loop: ast.For | ast.AsyncFor, name: str) -> bool:
+    """`batch` in `for batch in loader` / `for i, batch in enumerate(loader)`."""
+    iterable, target = _loader_and_target(loop)
+    return (
+        isinstance(target, ast.Name)
+        and target.id == name
+        and ctx.sem.kind_of(iterable) is ValueKind.LOADER
+        and _collates_by_default(ctx, iterable)
+    )
+
+
+def _loader_and_target(loop: ast.For | ast.AsyncFor) -> tuple[ast.AST, ast.AST]:
+    """The loader and the loop target an item of it binds, through `enumerate` and progress
+    bars (`for i, (x, y) in enumerate(tqdm(loader))` → `loader`, `(x, y)`)."""
+    iterable, target = loop.iter, loop.target
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name):
+        enumerated = isinstance(target, ast.Tuple) and target.elts and iterable.args
+        if iterable.func.id == "enumerate" and enumerated:
+            iterable, target = iterable.args[0], target.elts[-1]  # type: ignore[union-attr]
+    while isinstance(iterable, ast.Call) and iterable.args and _is_progress_wrapper(iterable):
+        iterable = iterable.args[0]
+    return iterable, target
+
+
+def _collates_by_default(ctx: RuleContext, loader: ast.AST) -> bool:
+    """No `collate_fn=` on the DataLoader this file builds for `loader`: a custom collate may
+    hand out lists, strings or anything else."""
+    dotted = ctx.sem.dotted(loader)
+    if dotted is None:
+        return False
+    # answered once per name and file: a shared loader name (`train_loader`) is asked about at
+    # every loop over it, and each question would scan all of its assignments again
+    answers: dict[str, bool] = ctx.sem.derived.setdefault("layout:collates_by_default", {})
+    answer = answers.get(dotted)
+    if answer is None:
+        answer = answers[dotted] = not any(
+            isinstance(value, ast.Call) and any(k.arg == "collate_fn" for k in value.keywords)
+            for value in ctx.sem.assigned_values(dotted)
+        )
+    return answer
 
 
 def _element_for(node: ast.Assign | ast.AnnAssign, name: str, value: ast.AST) -> ast.AST | None:
@@ -217,13 +284,10 @@ def _element_for(node: ast.Assign | ast.AnnAssign, name: str, value: ast.AST) ->
 def _is_batch_element(ctx: RuleContext, loop: ast.For | ast.AsyncFor, name: str) -> bool:
     """`x` in `for x, y in loader` / `for i, (x, y) in enumerate(tqdm(loader))`: the default
     collate gives tensors. A whole `batch` may be a dict or a graph object: not claimed."""
-    iterable, target = loop.iter, loop.target
-    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name):
-        if iterable.func.id == "enumerate" and isinstance(target, ast.Tuple) and iterable.args:
-            iterable, target = iterable.args[0], target.elts[-1]
-    while isinstance(iterable, ast.Call) and iterable.args and _is_progress_wrapper(iterable):
-        iterable = iterable.args[0]
-    if ctx.sem.kind_of(iterable) is not ValueKind.LOADER:
+    iterable, target = _loader_and_target(loop)
+    if ctx.sem.kind_of(iterable) is not ValueKind.LOADER or not _collates_by_default(
+        ctx, iterable
+    ):
         return False
     return isinstance(target, ast.Tuple | ast.List) and any(
         isinstance(element, ast.Name) and element.id == name for element in target.elts
@@ -1271,10 +1335,14 @@ SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
     Severity.INFORMATION,
     "`.item()`, `.cpu()`, `.numpy()`, `.tolist()` or `print(tensor)` on every training step.",
     fixable=True,
+    # on real code a per-step sync is mostly a logging call whose cost the step's other work
+    # hides (see the doc page): too noisy to be on by default
+    enabled_by_default=False,
 )
 def host_sync_in_loop(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    if not _training_loops(ctx):
+    # on the CPU a sync costs nothing: speak only where the file shows an accelerator
+    if not _training_loops(ctx) or not targets_accelerator(sem):
         return
     for attr in SYNC_METHODS:
         for call in sem.method_calls(attr):
@@ -1285,7 +1353,9 @@ def host_sync_in_loop(ctx: RuleContext) -> Iterator[Finding]:
                 continue  # `model.cpu()`
             if _inside_sync_chain(ctx, call):
                 continue  # `x.cpu().numpy()`: reported once, at the outer call
-            if _sync_receiver(receiver) is not None and _step_loop(ctx, call) is not None:
+            if _sync_receiver(receiver) is None or not _unsynced_step_loop(ctx, call):
+                continue
+            if not _checked_right_away(ctx, call):
                 text = ctx.doc.source_of(call)
                 message = (
                     f"`{text}` copies a value to the host on every training step, which waits "
@@ -1297,7 +1367,7 @@ def host_sync_in_loop(ctx: RuleContext) -> Iterator[Finding]:
         if not (isinstance(call.func, ast.Name) and call.func.id == "print"):
             continue
         loop = _step_loop(ctx, call)
-        if loop is None:
+        if loop is None or syncs_on_every_step(sem, loop):
             continue
         shown = _printed_tensor(ctx, call, loop)
         if shown is None:
@@ -1307,6 +1377,41 @@ def host_sync_in_loop(ctx: RuleContext) -> Iterator[Finding]:
             "waits for the GPU; print every N steps, or accumulate with `.detach()`"
         )
         yield ctx.finding("TD205", call, message)
+
+
+def _unsynced_step_loop(ctx: RuleContext, call: ast.Call) -> bool:
+    """`call` runs on every step of a training loop that does not already wait for the GPU
+    each iteration (a blocking copy of the batch to the device)."""
+    loop = _step_loop(ctx, call)
+    return loop is not None and not syncs_on_every_step(ctx.sem, loop)
+
+
+def _checked_right_away(ctx: RuleContext, call: ast.Call) -> bool:
+    """`loss_value = loss.item()` then `if not math.isfinite(loss_value): ...` in the same loop:
+    the host needs the value on this step (a guard that stops training), so it cannot wait."""
+    statement = ctx.sem.parent(call)
+    if not (
+        isinstance(statement, ast.Assign)
+        and statement.value is call
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
+        return False
+    loops = ctx.sem.enclosing_loops(call)
+    return bool(loops) and statement.targets[0].id in _names_tested_in(ctx, loops[0])
+
+
+def _names_tested_in(ctx: RuleContext, loop: Loop) -> frozenset[str]:
+    """The names read by the `if`/`while`/`assert` tests inside `loop`, collected once per loop."""
+    cache = ctx.sem.derived.setdefault("layout:names-tested-in-loop", {})
+    found = cache.get(id(loop))
+    if found is None:
+        names: set[str] = set()
+        for node in ast.walk(loop):
+            if isinstance(node, ast.If | ast.While | ast.Assert) and node is not loop:
+                names.update(n.id for n in ast.walk(node.test) if isinstance(n, ast.Name))
+        found = cache[id(loop)] = frozenset(names)
+    return found
 
 
 def _inside_sync_chain(ctx: RuleContext, call: ast.Call) -> bool:

@@ -590,6 +590,8 @@ def _module_container(
         kind = _local_list_of_modules(ctx, method, value)
     if kind is None or _registered_later(ctx, cls, attr):
         return None
+    if _read_only_while_building(ctx, cls, attr):
+        return None
     lacking = LIST_METHODS_MODULELIST_LACKS if kind == "list" else DICT_METHODS_MODULEDICT_LACKS
     fixable = keys_ok and not _uses_methods(ctx, cls, attr, lacking)
     return Container(kind, fixable)
@@ -608,6 +610,46 @@ def _registered_later(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bool:
         if isinstance(parent, ast.Call) and nn_class_name(sem, parent.func) in CONTAINER_CLASSES:
             return True
     return False
+
+
+def _read_only_while_building(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bool:
+    """A choice table read only while the module is built (`self.backbones = {"r18":
+    resnet18(), ...}`, then `self.backbone = self.backbones[name]` in `__init__` or a helper
+    only `__init__` calls): the chosen module is registered through the attribute it is stored
+    in, and the others are never run. Registering the table would add their parameters."""
+    building = _building_methods(cls)
+    uses = list(_self_attribute_uses(cls, attr))
+    if any(method.name not in building for _, method in uses):
+        return False
+    return not _named_elsewhere(ctx, cls, attr, uses)
+
+
+def _building_methods(cls: ast.ClassDef) -> set[str]:
+    """`__init__` and the methods of `cls` that are called only from building methods."""
+    callers: dict[str, set[str]] = {}
+    for method in _methods(cls):
+        self_name = _self_name(method)
+        for node in own_nodes(method):
+            func = node.func if isinstance(node, ast.Call) else None
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == self_name
+            ):
+                callers.setdefault(func.attr, set()).add(method.name)
+    building = {"__init__"}
+    changed = True
+    while changed:
+        changed = False
+        for method in _methods(cls):
+            name = method.name
+            if name in building or name.startswith("__") or name == "forward":
+                continue
+            called_from = callers.get(name)
+            if called_from and called_from <= building:
+                building.add(name)
+                changed = True
+    return building
 
 
 def _is_empty(value: ast.expr, literal: type, builtin: str) -> bool:
@@ -839,7 +881,52 @@ def _is_module_value(ctx: RuleContext, receiver: ast.AST) -> bool:
         return False
     if "." in dotted and not dotted.startswith("self."):
         return sem.kinds.get(dotted) is ValueKind.MODEL
-    return sem.kind_of(receiver) is ValueKind.MODEL
+    known = sem.kinds.get(dotted)
+    if known is not None:
+        return known is ValueKind.MODEL  # built from a module class or constructor here
+    # only the name says "model" (an OpenCV `cv2.dnn` net and a camera `isp_model` have a
+    # `forward` too): the file must also use it as a module, or call it by the conventional
+    # name in a file that imports no other library whose networks have a `forward()`
+    if sem.kind_of(receiver) is not ValueKind.MODEL:
+        return False
+    if dotted in _used_as_module(sem):
+        return True
+    return dotted in CONVENTIONAL_MODEL_NAMES and not _imports_foreign_networks(sem)
+
+
+CONVENTIONAL_MODEL_NAMES = frozenset({"model", "net", "self.model", "self.net"})
+# inference libraries whose network objects have a `forward()` method of their own
+FOREIGN_NETWORK_PACKAGES = frozenset(
+    {"cv2", "onnxruntime", "openvino", "tensorrt", "tensorflow", "keras", "paddle", "mxnet"}
+)
+
+
+def _imports_foreign_networks(sem: Semantics) -> bool:
+    roots = {qualname.split(".", 1)[0] for qualname in sem.imports.values()}
+    return not roots.isdisjoint(FOREIGN_NETWORK_PACKAGES)
+
+
+# methods an nn.Module has and the other objects with a `forward()` method do not
+MODULE_ONLY_METHODS = (
+    "parameters", "named_parameters", "buffers", "named_buffers", "state_dict",
+    "load_state_dict", "train", "eval", "zero_grad", "modules", "named_modules", "children",
+    "named_children", "register_forward_hook", "register_forward_pre_hook",
+    "register_full_backward_hook", "requires_grad_",
+)
+
+
+def _used_as_module(sem: Semantics) -> frozenset[str]:
+    """Names and `self.` attributes this file calls nn.Module-only methods on."""
+    found = sem.derived.get("modules:used-as-module")
+    if found is None:
+        names: set[str] = set()
+        for method in MODULE_ONLY_METHODS:
+            for call in sem.method_calls(method):
+                dotted = sem.dotted(call.func.value)  # type: ignore[attr-defined]
+                if dotted is not None:
+                    names.add(dotted)
+        found = sem.derived["modules:used-as-module"] = frozenset(names)
+    return found
 
 
 def _is_graph_module(ctx: RuleContext, receiver: ast.AST) -> bool:
@@ -893,6 +980,12 @@ def _is_tensor_expression(ctx: RuleContext, node: ast.AST, depth: int = 0) -> bo
         return _is_tensor_expression(ctx, node.operand, depth + 1)
     if isinstance(node, ast.Subscript):
         return _is_tensor_expression(ctx, node.value, depth + 1)
+    if isinstance(node, ast.IfExp):
+        # `torch.zeros(3) if cond else None`: a tensor on one branch is enough (the other may
+        # be None, which `register_buffer` accepts too)
+        return _is_tensor_expression(ctx, node.body, depth + 1) or _is_tensor_expression(
+            ctx, node.orelse, depth + 1
+        )
     if isinstance(node, ast.Name):
         definition = _reaching_assignment(ctx, node)
         return definition is not None and _is_tensor_expression(ctx, definition, depth + 1)
@@ -925,15 +1018,52 @@ def _reaching_assignment(ctx: RuleContext, name: ast.Name) -> ast.expr | None:
 
 
 def _is_scalar_constant(ctx: RuleContext, node: ast.AST) -> bool:
-    """`torch.tensor(1.0)`: a 0-dim CPU tensor mixes with tensors on any device."""
+    """`torch.tensor(1.0)`, `torch.tensor(drop_rate)` of a `float` parameter: a 0-dim CPU
+    tensor mixes with tensors on any device."""
     return (
         isinstance(node, ast.Call)
         and ctx.sem.qualname(node.func) == "torch.tensor"
         and len(node.args) == 1
-        and isinstance(node.args[0], ast.Constant)
-        and isinstance(node.args[0].value, int | float)
+        and _is_number(ctx, node.args[0])
         and not _requires_grad(node)
     )
+
+
+NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool"})
+
+
+def _is_number(ctx: RuleContext, node: ast.AST) -> bool:
+    """A number literal, or a parameter of the enclosing function that is annotated as a
+    number or has a number as its default."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float)
+    if not isinstance(node, ast.Name):
+        return False
+    function = ctx.sem.enclosing_function(node)
+    if function is None or _reaching_assignment(ctx, node) is not None:
+        return False
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults: dict[str, ast.expr | None] = dict.fromkeys(a.arg for a in positional)
+    # positional defaults belong to the last parameters
+    with_defaults = positional[len(positional) - len(arguments.defaults) :]
+    for argument, default in zip(with_defaults, arguments.defaults, strict=False):
+        defaults[argument.arg] = default
+    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=False):
+        defaults[argument.arg] = default
+    for argument in [*positional, *arguments.kwonlyargs]:
+        if argument.arg != node.id:
+            continue
+        annotation = argument.annotation
+        if annotation is not None:
+            return isinstance(annotation, ast.Name) and annotation.id in NUMBER_ANNOTATIONS
+        default = defaults.get(argument.arg)
+        return (
+            isinstance(default, ast.Constant)
+            and isinstance(default.value, int | float)
+            and not isinstance(default.value, bool)
+        )
+    return False
 
 
 def _requires_grad(node: ast.AST) -> bool:
@@ -976,7 +1106,13 @@ def tensor_attribute_not_buffer(ctx: RuleContext) -> Iterator[Finding]:
         assert value is not None
         if not _is_tensor_expression(ctx, value) or _is_scalar_constant(ctx, value):
             continue
+        if target.attr in FRAMEWORK_MOVED_ATTRIBUTES:
+            continue
         if _handled_elsewhere(ctx, cls, target.attr, assign) or _init_only(ctx, cls, target.attr):
+            continue
+        if _reassigned_after_init(ctx, cls, target.attr) or _device_neutral_uses(
+            ctx, cls, target.attr
+        ):
             continue
         reported.add((id(cls), target.attr))
         yield _plain_tensor_finding(ctx, assign, target, _self_name(method) or "self")
@@ -1002,19 +1138,107 @@ def _handled_elsewhere(ctx: RuleContext, cls: ast.ClassDef, attr: str, assign: a
     return False
 
 
+# attributes a framework reads and moves itself: Lightning's `example_input_array` is the
+# example batch it feeds to the model summary and graph logger, moved to the device by Lightning
+FRAMEWORK_MOVED_ATTRIBUTES = frozenset({"example_input_array"})
+
+
 def _init_only(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bool:
-    """Read only while `__init__` builds the module (and named nowhere else in the file): where
-    the tensor stays after `.to()` never matters."""
+    """Read only while `__init__` builds the module (and named nowhere else in the file, other
+    classes' own `self.<attr>` aside): where the tensor stays after `.to()` never matters."""
     uses = list(_self_attribute_uses(cls, attr))
     if any(method.name != "__init__" for _, method in uses):
         return False
     if not any(isinstance(node.ctx, ast.Load) for node, _ in uses):
         return False  # never read here: code elsewhere may use it
+    return not _named_elsewhere(ctx, cls, attr, uses)
+
+
+def _named_elsewhere(
+    ctx: RuleContext, cls: ast.ClassDef, attr: str, uses: list[tuple[ast.Attribute, Function]]
+) -> bool:
+    """`.attr` appears outside `uses` (the class's own `self.attr`), other classes' own
+    `self.attr` aside: code elsewhere may read it."""
     own = {id(node) for node, _ in uses}
-    return not any(
-        isinstance(node, ast.Attribute) and node.attr == attr and id(node) not in own
-        for node in ctx.sem.parents
+    return any(
+        id(node) not in own and not _other_class_self_attribute(ctx, cls, node)
+        for node in _attributes_named(ctx.sem).get(attr, [])
     )
+
+
+def _attributes_named(sem: Semantics) -> dict[str, list[ast.Attribute]]:
+    """Every `x.<name>` expression of the file by name, indexed once per file."""
+    index = sem.derived.get("modules:attributes-by-name")
+    if index is None:
+        index = {}
+        for node in sem.parents:
+            if isinstance(node, ast.Attribute):
+                index.setdefault(node.attr, []).append(node)
+        sem.derived["modules:attributes-by-name"] = index
+    return index
+
+
+def _other_class_self_attribute(ctx: RuleContext, cls: ast.ClassDef, node: ast.Attribute) -> bool:
+    """`self.<attr>` inside a method of another class that does not derive from `cls`: that
+    class's own attribute, not a use of this one."""
+    sem = ctx.sem
+    method = sem.enclosing_function(node)
+    if method is None or not isinstance(node.value, ast.Name):
+        return False
+    if node.value.id != _self_name(method):
+        return False
+    owner = sem.parent(method)
+    if not isinstance(owner, ast.ClassDef) or owner is cls:
+        return False
+    return cls.name not in _ancestors_in_file(sem, owner)
+
+
+def _reassigned_after_init(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bool:
+    """`self.masks = torch.empty(0)` in `__init__`, replaced in `forward()`: a placeholder for
+    state the method that replaces it creates (on the device it chooses there). An augmented
+    assignment (`self.total += x`) updates the old tensor in place: it does not count."""
+    for node, method in _self_attribute_uses(cls, attr):
+        if method.name == "__init__" or not isinstance(node.ctx, ast.Store):
+            continue
+        statement = ctx.sem.parent(node)
+        if isinstance(statement, ast.Assign | ast.AnnAssign):
+            return True
+    return False
+
+
+# uses that work the same whatever device the tensor is on
+SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size", "dim", "numel", "nelement"})
+
+
+def _device_neutral_uses(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bool:
+    """Outside `__init__`, the tensor is only measured (`self.grid.size()`) or copied into
+    another tensor (`batch[i] = self.grid`, a copy across devices): forward never mixes it
+    with the inputs, so where it stays after `.to()` does not break anything."""
+    sem = ctx.sem
+    found = False
+    for node, method in _self_attribute_uses(cls, attr):
+        if method.name == "__init__":
+            continue
+        found = True
+        parent = sem.parent(node)
+        if isinstance(parent, ast.Attribute) and parent.attr in SHAPE_ATTRIBUTES:
+            continue
+        if (
+            isinstance(parent, ast.Assign)
+            and parent.value is node
+            and all(_is_basic_index_store(t) for t in parent.targets)
+        ):
+            continue
+        return False
+    return found
+
+
+def _is_basic_index_store(target: ast.expr) -> bool:
+    """`out[i]`, `out[i, :, :]`, `out[0:2]`: a view of the target takes the copy."""
+    if not isinstance(target, ast.Subscript):
+        return False
+    parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+    return all(isinstance(p, ast.Name | ast.Constant | ast.Slice) for p in parts)
 
 
 def _is_parameter_call(sem: Semantics, node: ast.AST | None) -> bool:

@@ -1,0 +1,541 @@
+"""Function summaries: what each function of the file does to training state, computed once per
+function and read at every call site.
+
+A rule that asks "does this loop back-propagate?" must see `self.step(loss)` and
+`loss_scaler(loss, optimizer)` as well as `loss.backward()`. Each local function gets a summary
+(calls backward and on which parameter, steps an optimizer, zeroes or rescales gradients,
+switches train/eval, runs without autograd); calls to local functions read it, and a call to a
+function the file does not define that receives a loss or an optimizer *may* train, so the
+rules that need "no backward here" stay quiet there.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass, field
+
+from .semantics import FUNCTION_NODES, Function, Semantics, ValueKind
+
+# `loss`, `total_loss`, `loss_g`, `lossD`: names that strongly imply a loss tensor
+LOSS_NAME = re.compile(r"(^|_)loss|loss($|_|[A-Z0-9])", re.IGNORECASE)
+LOSS_FUNCTION_SUFFIXES = ("_loss", "loss", "cross_entropy", "nll_loss", "kl_div", "_entropy")
+LOSS_CALLEES = frozenset({"criterion", "loss_fn", "loss_func", "criterion_fn", "compute_loss"})
+# Callees that take a loss without back-propagating it: builtins, containers, loggers.
+NON_TRAINING_CALLEES = frozenset(
+    {
+        "print",
+        "float",
+        "int",
+        "str",
+        "repr",
+        "len",
+        "round",
+        "abs",
+        "isinstance",
+        "format",
+        "append",
+        "extend",
+        "insert",
+        "add",
+        "item",
+        "detach",
+        "tolist",
+        "cpu",
+        "numpy",
+        "add_scalar",
+        "add_scalars",
+        "log",
+        "log_dict",
+        "info",
+        "debug",
+        "warning",
+        "write",
+        "set_postfix",
+        "set_description",
+        "isnan",
+        "isfinite",
+        "gather",
+        "gather_for_metrics",
+        "reduce",
+        "all_reduce",
+        "mean",
+        "sum",
+    }
+)
+BUILTIN_NAMES = frozenset(dir(builtins))
+ZEROING_METHODS = ("zero_", "fill_", "mul_")
+RESCALING_METHODS = ("mul_", "div_", "div", "mul")
+
+
+@dataclass
+class FunctionSummary:
+    function: Function
+    backward_parameters: set[str] = field(default_factory=set)  # parameters it back-propagates
+    calls_backward: bool = False
+    steps_optimizer: bool = False
+    zeroes_gradients: bool = False
+    rescales_gradients: bool = False
+    switches_mode: bool = False
+    runs_without_grad: bool = False  # decorated with no_grad or a local no-grad decorator
+    wraps_in_no_grad: bool = False  # a decorator whose wrapper runs its argument under no_grad
+
+    @property
+    def trains(self) -> bool:
+        return self.calls_backward or self.steps_optimizer
+
+
+@dataclass
+class Summaries:
+    sem: Semantics
+    by_function: dict[int, FunctionSummary]
+    functions_by_name: dict[str, list[Function]]
+    resolved: dict[int, Function]  # id of a call → the local function it runs
+
+    def of(self, function: Function | None) -> FunctionSummary | None:
+        return None if function is None else self.by_function.get(id(function))
+
+    def called(self, call: ast.Call) -> FunctionSummary | None:
+        function = self.resolved.get(id(call))
+        return None if function is None else self.by_function.get(id(function))
+
+    def in_no_grad(self, node: ast.AST) -> bool:
+        """Under `no_grad`/`inference_mode`, including a function decorated with a decorator of
+        this file whose wrapper runs the function under one."""
+        sem = self.sem
+        if sem.in_no_grad(node):
+            return True
+        function = sem.enclosing_function(node)
+        summary = self.of(function)
+        return summary is not None and summary.runs_without_grad
+
+    def may_train(self, call: ast.Call) -> bool:
+        """The call may back-propagate or step: a local function that does, or a function the
+        file does not define that receives a loss or an optimizer (`loss_scaler(loss, opt)`,
+        `backprop(loss)`)."""
+        summary = self.called(call)
+        if summary is not None:
+            return summary.trains
+        if id(call) in self.resolved:
+            return False
+        return receives_loss_or_optimizer(self.sem, call)
+
+
+def in_no_grad(sem: Semantics, node: ast.AST) -> bool:
+    """`Semantics.in_no_grad`, plus functions decorated with a decorator of this file that
+    runs them under no_grad; the summaries are built only for a decorated function."""
+    if sem.in_no_grad(node):
+        return True
+    function = sem.enclosing_function(node)
+    if function is None or not function.decorator_list:
+        return False
+    summary = summaries_of(sem).of(function)
+    return summary is not None and summary.runs_without_grad
+
+
+def receives_loss_or_optimizer(sem: Semantics, call: ast.Call) -> bool:
+    # the arguments first: cheap, and most calls receive neither a loss nor an optimizer
+    if not any(_is_loss_or_optimizer(sem, argument) for argument in _arguments(call)):
+        return False
+    callee = called_name(call)
+    if callee is None or callee in NON_TRAINING_CALLEES or callee.startswith(("log", "print")):
+        return False
+    if isinstance(call.func, ast.Attribute) and sem.kind_of(call.func.value) is ValueKind.SCHEDULER:
+        return False  # `scheduler.step(val_loss)`: ReduceLROnPlateau reads the value
+    qualname = sem.qualname(call.func) or ""
+    return not (
+        qualname.startswith(("torch.", "numpy.", "math.", "logging.", "wandb."))
+        or (isinstance(call.func, ast.Name) and call.func.id in BUILTIN_NAMES)
+    )
+
+
+def _arguments(call: ast.Call) -> list[ast.expr]:
+    found = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
+    found.extend(k.value for k in call.keywords)
+    return found
+
+
+def _is_loss_or_optimizer(sem: Semantics, argument: ast.expr) -> bool:
+    if isinstance(argument, ast.Name | ast.Attribute):
+        dotted = sem.dotted(argument)
+        if dotted is None:
+            return False
+        if LOSS_NAME.search(dotted.rsplit(".", 1)[-1]):
+            return True
+        return sem.kind_of(argument) is ValueKind.OPTIMIZER
+    return isinstance(argument, ast.Call) and _is_loss_call(sem, argument)
+
+
+def _is_loss_call(sem: Semantics, call: ast.Call) -> bool:
+    """`criterion(out, y)`, `F.cross_entropy(...)`: the call itself computes a loss."""
+    func = call.func
+    if sem.kind_of(func) is ValueKind.CRITERION:
+        return True
+    qualname = sem.qualname(func) or ""
+    if qualname.startswith("torch.nn.functional.") and qualname.endswith(LOSS_FUNCTION_SUFFIXES):
+        return True
+    return (sem.dotted(func) or "").rsplit(".", 1)[-1] in LOSS_CALLEES
+
+
+def computes_loss(sem: Semantics, value: ast.AST) -> bool:
+    """`criterion(out, y)`, `F.mse_loss(...)`, `outputs.loss`, and sums of them; not a value
+    cut from autograd (`.item()`, `.detach()`, `.data`)."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Attribute):
+            if node.attr in ("data", "shape", "dtype", "device"):
+                continue
+            if node.attr == "loss" and isinstance(node.value, ast.Name):
+                return True  # Hugging Face `outputs.loss`
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("item", "detach", "tolist"):
+                continue
+            if sem.kind_of(func) is ValueKind.CRITERION:
+                return True
+            qualname = sem.qualname(func) or ""
+            if qualname.startswith("torch.nn.functional.") and qualname.endswith(
+                LOSS_FUNCTION_SUFFIXES
+            ):
+                return True
+            dotted = sem.dotted(func) or ""
+            if dotted.rsplit(".", 1)[-1] in LOSS_CALLEES:
+                return True
+        if isinstance(node, FUNCTION_NODES):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def returned_names(sem: Semantics, function: Function) -> frozenset[str]:
+    """Dotted names a function's `return` statements hand back with their autograd history
+    (`return total`, `return total / n`, `return {"loss": total}`). Memoised per function:
+    each body is walked once."""
+    cache: dict[int, frozenset[str]] = sem.derived.setdefault("summaries:returned", {})
+    found = cache.get(id(function))
+    if found is None:
+        names: set[str] = set()
+        stack = list(function.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, FUNCTION_NODES):
+                continue
+            if isinstance(node, ast.Return) and node.value is not None:
+                names.update(_names_with_history(sem, node.value))
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+        found = cache[id(function)] = frozenset(names)
+    return found
+
+
+def _names_with_history(sem: Semantics, expr: ast.AST) -> list[str]:
+    found: list[str] = []
+    pending = [expr]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("item", "detach", "tolist", "numpy"):
+                continue
+        if isinstance(node, ast.Attribute) and node.attr == "data":
+            continue
+        dotted = sem.dotted(node) if isinstance(node, ast.Name | ast.Attribute) else None
+        if dotted is not None:
+            found.append(dotted)
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def called_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def summaries_of(sem: Semantics) -> Summaries:
+    """The summaries of every function of a document, computed once and shared by all rules."""
+    found = sem.derived.get("summaries")
+    if found is None:
+        found = sem.derived["summaries"] = _build(sem)
+    return found
+
+
+def _functions_by_name(sem: Semantics) -> dict[str, list[Function]]:
+    found: dict[str, list[Function]] = {}
+    for function in sem.functions:
+        found.setdefault(function.name, []).append(function)
+    return found
+
+
+@dataclass(frozen=True)
+class FunctionIndex:
+    """The file's plain functions and methods by name, to resolve a call in one lookup."""
+
+    plain: dict[str, list[Function]]
+    methods: dict[str, list[Function]]
+
+
+def function_index(sem: Semantics) -> FunctionIndex:
+    found = sem.derived.get("summaries:function-index")
+    if found is None:
+        plain: dict[str, list[Function]] = {}
+        methods: dict[str, list[Function]] = {}
+        for function in sem.functions:
+            into = methods if isinstance(sem.parent(function), ast.ClassDef) else plain
+            into.setdefault(function.name, []).append(function)
+        found = sem.derived["summaries:function-index"] = FunctionIndex(plain, methods)
+    return found
+
+
+def resolve_call(sem: Semantics, call: ast.Call) -> Function | None:
+    """The local function or method a call runs: `evaluate(...)`, `self.evaluate(...)`, when
+    exactly one function (or method) of the file has that name."""
+    func = call.func
+    index = function_index(sem)
+    if isinstance(func, ast.Name):
+        candidates = index.plain.get(func.id, ())
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        candidates = index.methods.get(func.attr, ())
+    else:
+        return None
+    return candidates[0] if len(candidates) == 1 else None
+
+
+# the methods whose calls a summary records (`loss.backward()`, `opt.step()`, `model.eval()`, …)
+SUMMARISED_METHODS = ("backward", "step", "eval", "train", *ZEROING_METHODS, *RESCALING_METHODS)
+
+
+def _build(sem: Semantics) -> Summaries:
+    functions = _functions_by_name(sem)
+    index = function_index(sem)
+    by_function = {id(f): FunctionSummary(f) for f in sem.functions}
+    # only calls that may run a local function are resolved: a name lookup first
+    resolved: dict[int, Function] = {}
+    plain, methods = index.plain, index.methods
+    for call in sem.calls:
+        func = call.func
+        kind = type(func)
+        if kind is ast.Name:
+            if func.id not in plain:  # type: ignore[attr-defined]
+                continue
+        elif kind is not ast.Attribute or func.attr not in methods:  # type: ignore[attr-defined]
+            continue
+        target = resolve_call(sem, call)
+        if target is not None:
+            resolved[id(call)] = target
+    summaries = Summaries(sem, by_function, functions, resolved)
+    own: dict[int, list[ast.Call]] = {}
+    for name, calls in sem.calls_by_attr.items():
+        if name in SUMMARISED_METHODS or "zero_grad" in name:
+            for call in calls:
+                owner = sem.enclosing_function(call)
+                if owner is not None:
+                    own.setdefault(id(owner), []).append(call)
+    for function in sem.functions:
+        _summarise_own_calls(sem, by_function[id(function)], own.get(id(function)))
+    _mark_no_grad_decorators(sem, summaries)
+    _propagate(sem, summaries)
+    return summaries
+
+
+def _summarise_own_calls(sem: Semantics, summary: FunctionSummary, calls: list[ast.Call] | None):  # type: ignore[no-untyped-def]
+    parameters = _parameter_names(summary.function)
+    for call in calls or ():
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            continue
+        attr = func.attr
+        if attr == "backward" and sem.kind_of(func.value) is not ValueKind.MODEL:
+            summary.calls_backward = True
+            for root in (func.value, *call.args):
+                name = _loss_root(root)
+                if name is not None and name in parameters:
+                    summary.backward_parameters.add(name)
+        elif attr == "step" and (
+            sem.kind_of(func.value) is ValueKind.OPTIMIZER
+            or (call.args and sem.kind_of(call.args[0]) is ValueKind.OPTIMIZER)
+        ):
+            summary.steps_optimizer = True
+        elif "zero_grad" in attr:
+            summary.zeroes_gradients = True
+        elif attr in ZEROING_METHODS + RESCALING_METHODS and _mentions_grad(func.value):
+            if is_zeroing_scale(call):
+                summary.zeroes_gradients = True
+            else:
+                summary.rescales_gradients = True
+        elif is_mode_switch(sem, call):
+            summary.switches_mode = True
+
+
+def is_mode_switch(sem: Semantics, call: ast.Call) -> bool:
+    """`model.eval()`, `model.train()`, `model.train(False)`: not `torch.eval`, not the
+    `train()`/`eval()` of a schedule-free optimizer."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or sem.qualname(func) is not None:
+        return False
+    if func.attr == "eval" and (call.args or call.keywords):
+        return False
+    if func.attr not in ("eval", "train"):
+        return False
+    return sem.kind_of(func.value) is not ValueKind.OPTIMIZER
+
+
+def is_zeroing_scale(call: ast.Call) -> bool:
+    """`g.zero_()`, `g.fill_(0)`, `g.mul_(0)`: writes zeros; `g.mul_(1 / n)`, `g.div_(n)` do not."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == "zero_":
+        return True
+    if func.attr in ("fill_", "mul_") and call.args:
+        first = call.args[0]
+        return isinstance(first, ast.Constant) and first.value == 0
+    return False
+
+
+def _loss_root(node: ast.AST) -> str | None:
+    """`loss` in `loss.backward()`, `scaler.scale(loss).backward()`, `(loss / k).backward()`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+        if node.func.attr == "scale":
+            return _loss_root(node.args[0])
+    if isinstance(node, ast.BinOp):
+        return _loss_root(node.left)
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _mentions_grad(node: ast.AST) -> bool:
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Attribute) and node.attr == "grad":
+            return True
+        node = node.value
+    return False
+
+
+def _parameter_names(function: Function) -> list[str]:
+    arguments = function.args
+    return [
+        a.arg
+        for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        if a.arg not in ("self", "cls")
+    ]
+
+
+def _positional_parameters(sem: Semantics, function: Function) -> list[str]:
+    names = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    if isinstance(sem.parent(function), ast.ClassDef) and names:
+        names = names[1:]  # `self`
+    return names
+
+
+NO_GRAD_FACTORIES = (
+    "torch.no_grad",
+    "torch.inference_mode",
+    "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad",
+    "torch.autograd.grad_mode.inference_mode",
+)
+
+
+def _mark_no_grad_decorators(sem: Semantics, summaries: Summaries) -> None:
+    """Local decorators whose wrapper calls the decorated function inside `with no_grad():`
+    (or returns `torch.no_grad()(function)`), and the functions they decorate. Starts from the
+    file's no_grad calls, so a file without any costs nothing."""
+    for factory in sem.calls_to(*NO_GRAD_FACTORIES):
+        holder = sem.parent(factory)
+        if isinstance(holder, ast.withitem):
+            holder = sem.parent(holder)
+        if isinstance(holder, ast.With | ast.AsyncWith):
+            body: list[ast.AST] = list(holder.body)
+        elif isinstance(holder, ast.Call) and holder.func is factory:
+            body = list(holder.args)  # `torch.no_grad()(function)`
+        else:
+            continue
+        for outer in sem.ancestors(holder):
+            if not isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            parameters = _positional_parameters(sem, outer)
+            if parameters and any(_calls_or_names(node, parameters[0]) for node in body):
+                summaries.by_function[id(outer)].wraps_in_no_grad = True
+                break
+    decorators = {
+        f.name
+        for f in sem.functions
+        if summaries.by_function[id(f)].wraps_in_no_grad
+        and not isinstance(sem.parent(f), ast.ClassDef)
+    }
+    if not decorators:
+        return
+    for function in sem.functions:
+        for decorator in function.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if isinstance(target, ast.Name) and target.id in decorators:
+                summaries.by_function[id(function)].runs_without_grad = True
+
+
+def _calls_or_names(node: ast.AST, name: str) -> bool:
+    """`name(...)` somewhere in `node`, or `node` is the name itself."""
+    if isinstance(node, ast.Name):
+        return node.id == name
+    return _calls_name(node, name)
+
+
+def _calls_name(node: ast.AST, name: str) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+        for n in ast.walk(node)
+    )
+
+
+def _propagate(sem: Semantics, summaries: Summaries) -> None:
+    """What a function's local callees do, it does: a worklist over the call edges, each
+    function revisited only when a callee's summary grew (the facts only ever grow)."""
+    callers: dict[int, list[tuple[ast.Call, Function]]] = {}
+    for call in sem.calls:
+        target = summaries.resolved.get(id(call))
+        if target is None:
+            continue
+        function = sem.enclosing_function(call)
+        if function is not None and target is not function:
+            callers.setdefault(id(target), []).append((call, function))
+    pending = list(sem.functions)
+    while pending:
+        callee = pending.pop()
+        source = summaries.by_function[id(callee)]
+        callee_parameters = _positional_parameters(sem, callee)
+        for call, caller in callers.get(id(callee), ()):
+            summary = summaries.by_function[id(caller)]
+            before = (
+                summary.calls_backward,
+                summary.steps_optimizer,
+                summary.zeroes_gradients,
+                summary.rescales_gradients,
+                summary.switches_mode,
+                len(summary.backward_parameters),
+            )
+            summary.calls_backward |= source.calls_backward
+            summary.steps_optimizer |= source.steps_optimizer
+            summary.zeroes_gradients |= source.zeroes_gradients
+            summary.rescales_gradients |= source.rescales_gradients
+            summary.switches_mode |= source.switches_mode
+            if source.backward_parameters:
+                caller_parameters = set(_parameter_names(caller))
+                for index, argument in enumerate(call.args):
+                    if (
+                        index < len(callee_parameters)
+                        and callee_parameters[index] in source.backward_parameters
+                        and isinstance(argument, ast.Name)
+                        and argument.id in caller_parameters
+                    ):
+                        summary.backward_parameters.add(argument.id)
+            after = (
+                summary.calls_backward,
+                summary.steps_optimizer,
+                summary.zeroes_gradients,
+                summary.rescales_gradients,
+                summary.switches_mode,
+                len(summary.backward_parameters),
+            )
+            if after != before:
+                pending.append(caller)
