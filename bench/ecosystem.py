@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -167,7 +168,9 @@ def check_sources(sources: Sequence[SourceFile], jobs: int) -> list[CorpusFindin
     if jobs <= 1:
         results: Iterable[list[CorpusFinding]] = map(check_one, sources)
         return sorted(f for found in results for f in found)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # forkserver: workers start from a clean process, never from a fork of a threaded caller
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         return sorted(f for found in pool.map(check_one, sources, chunksize=8) for f in found)
 
 

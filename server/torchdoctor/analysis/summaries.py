@@ -85,6 +85,17 @@ class FunctionSummary:
     def trains(self) -> bool:
         return self.calls_backward or self.steps_optimizer
 
+    def spread_facts(self) -> tuple[bool, bool, bool, bool, bool, int]:
+        """The facts that callers inherit: a change means the callers must be looked at again."""
+        return (
+            self.calls_backward,
+            self.steps_optimizer,
+            self.zeroes_gradients,
+            self.rescales_gradients,
+            self.switches_mode,
+            len(self.backward_parameters),
+        )
+
 
 @dataclass
 class Summaries:
@@ -506,14 +517,7 @@ def _propagate(sem: Semantics, summaries: Summaries) -> None:
         callee_parameters = _positional_parameters(sem, callee)
         for call, caller in callers.get(id(callee), ()):
             summary = summaries.by_function[id(caller)]
-            before = (
-                summary.calls_backward,
-                summary.steps_optimizer,
-                summary.zeroes_gradients,
-                summary.rescales_gradients,
-                summary.switches_mode,
-                len(summary.backward_parameters),
-            )
+            before = summary.spread_facts()
             summary.calls_backward |= source.calls_backward
             summary.steps_optimizer |= source.steps_optimizer
             summary.zeroes_gradients |= source.zeroes_gradients
@@ -529,13 +533,6 @@ def _propagate(sem: Semantics, summaries: Summaries) -> None:
                         and argument.id in caller_parameters
                     ):
                         summary.backward_parameters.add(argument.id)
-            after = (
-                summary.calls_backward,
-                summary.steps_optimizer,
-                summary.zeroes_gradients,
-                summary.rescales_gradients,
-                summary.switches_mode,
-                len(summary.backward_parameters),
-            )
+            after = summary.spread_facts()
             if after != before:
                 pending.append(caller)

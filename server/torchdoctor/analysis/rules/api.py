@@ -618,48 +618,53 @@ def _fallback_after_safe_load(sem: Semantics, call: ast.Call) -> bool:
     """`try: torch.load(f, weights_only=True) except UnpicklingError: torch.load(f,
     weights_only=False)`: the unsafe load is a deliberate fallback the author wrote after the
     safe one failed."""
+    found = _enclosing_handler(sem, call)
+    if found is None:
+        return False
+    attempt, _ = found
     qualname = sem.call_qualname(call)
-    child: ast.AST = call
-    for ancestor in sem.ancestors(call):
+    return any(
+        isinstance(node, ast.Call)
+        and sem.call_qualname(node) == qualname
+        and (keyword := _keyword(node, "weights_only")) is not None
+        and not _is_constant(keyword.value, False)
+        for statement in attempt.body
+        for node in ast.walk(statement)
+    )
+
+
+def _enclosing_handler(sem: Semantics, node: ast.AST) -> tuple[ast.Try, ast.ExceptHandler] | None:
+    """The `try` whose `except` clause holds `node` (within the same function), if any."""
+    child: ast.AST = node
+    for ancestor in sem.ancestors(node):
         if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            return False
+            return None
         if isinstance(ancestor, ast.Try) and child in ancestor.handlers:
-            return any(
-                isinstance(node, ast.Call)
-                and sem.call_qualname(node) == qualname
-                and (keyword := _keyword(node, "weights_only")) is not None
-                and not _is_constant(keyword.value, False)
-                for statement in ancestor.body
-                for node in ast.walk(statement)
-            )
+            assert isinstance(child, ast.ExceptHandler)
+            return ancestor, child
         child = ancestor
-    return False
+    return None
 
 
 def _old_signature_fallback(ctx: RuleContext, call: ast.Call) -> bool:
     """`try: load(..., weights_only=True) except TypeError: load(...)`: the bare call only runs
     on a torch whose function does not take `weights_only` yet."""
     sem = ctx.sem
+    found = _enclosing_handler(sem, call)
+    if found is None:
+        return False
+    attempt, handler = found
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    if not any(isinstance(k, ast.Name) and k.id == "TypeError" for k in kinds):
+        return False
     qualname = sem.call_qualname(call)
-    child: ast.AST = call
-    for ancestor in sem.ancestors(call):
-        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            return False
-        if isinstance(ancestor, ast.Try) and child in ancestor.handlers:
-            handler = child
-            assert isinstance(handler, ast.ExceptHandler)
-            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-            if not any(isinstance(k, ast.Name) and k.id == "TypeError" for k in kinds):
-                return False
-            return any(
-                isinstance(node, ast.Call)
-                and sem.call_qualname(node) == qualname
-                and _keyword(node, "weights_only") is not None
-                for statement in ancestor.body
-                for node in ast.walk(statement)
-            )
-        child = ancestor
-    return False
+    return any(
+        isinstance(node, ast.Call)
+        and sem.call_qualname(node) == qualname
+        and _keyword(node, "weights_only") is not None
+        for statement in attempt.body
+        for node in ast.walk(statement)
+    )
 
 
 # ---- TD703 -------------------------------------------------------------------------------------
