@@ -129,6 +129,44 @@ if __name__ == "__main__":
 
 PARTS = [MODULE, DATASET, TRAIN_OK, EVALUATE, ACCUMULATE, TRAIN_BUGGY]
 
+BUGGY_MODULE = """
+
+class Head{n}(nn.Module):
+    def __init__(self, width: int = {c}) -> None:
+        self.proj = nn.Linear(width, width)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.transpose(1, 2).view(x.size(0), -1)
+        return self.drop(self.proj(y))
+"""
+
+BUGGY_EVAL = """
+
+def evaluate_buggy_{n}(model, loader):
+    correct = 0
+    for x, y in loader:
+        out = model(x)
+        correct += (out.argmax(1) == y).sum()
+    return correct
+"""
+
+BUGGY_LOADER = """
+
+def loader_{n}(dataset):
+    sampler = torch.utils.data.RandomSampler(dataset)
+    return DataLoader(dataset, batch_size={c}, shuffle=True, sampler=sampler)
+"""
+
+DENSE_PARTS = [BUGGY_MODULE, TRAIN_BUGGY, BUGGY_EVAL, BUGGY_LOADER, BUGGY_MODULE, TRAIN_BUGGY]
+# an unfinished block, as a file mid-edit often ends
+BROKEN_TAIL = """
+
+def unfinished(model, loader):
+    for x, y in loader:
+        loss = model(x
+"""
+
 
 def make_file(lines: int, seed: int) -> str:
     """A file of about `lines` lines built from the realistic parts above."""
@@ -147,6 +185,24 @@ def make_file(lines: int, seed: int) -> str:
     if "def train_0(" not in "".join(chunks):
         chunks.append(TRAIN_OK.format(n=0, c=3))
     chunks.append(MAIN)
+    return "".join(chunks)
+
+
+def make_dense_file(lines: int, seed: int, broken_tail: bool = False) -> str:
+    """A file of about `lines` lines of models and training functions dense with findings (one
+    every six lines or so), optionally ending in a block that does not parse."""
+    rng = random.Random(seed)
+    chunks = [HEADER]
+    count = HEADER.count("\n")
+    n = 0
+    while count < lines:
+        part = rng.choice(DENSE_PARTS)
+        text = part.format(n=n, c=rng.choice([16, 32, 64, 8]))
+        chunks.append(text)
+        count += text.count("\n")
+        n += 1
+    if broken_tail:
+        chunks.append(BROKEN_TAIL)
     return "".join(chunks)
 
 

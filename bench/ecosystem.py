@@ -24,11 +24,16 @@ from pathlib import Path
 
 from torchdoctor.analysis import REGISTRY, Config, Document, analyse
 from torchdoctor.analysis.config import with_overrides
+from torchdoctor.analysis.notebook_file import NotebookError, read_notebook
+from torchdoctor.reporting.notebook_checking import check_notebook, is_notebook
 
 PROJECT = Path(__file__).resolve().parent.parent
 LEDGER = PROJECT / "tests" / "ecosystem" / "ledger.jsonl"
 SUMMARY = PROJECT / "tests" / "ecosystem" / "summary.json"
 VERDICTS = ("TP", "FP", "noise")
+# Python files and notebooks; a notebook's findings are filed under "PATH:cell N", at the line
+# within that cell, as `torchdoctor check` shows them
+CHECKED_SUFFIXES = (".py", ".ipynb")
 # Findings depend on the torch release for a few rules: judge them against one fixed release.
 TARGET_TORCH = (2, 13)
 
@@ -117,7 +122,9 @@ def missing_repositories(corpus: Path, mirrors: Path) -> list[str]:
     return [r.name for r in read_manifest(corpus) if git_dir(mirrors, r) is None]
 
 
-def read_files(mirrors: Path, repository: Repository, suffix: str = ".py") -> Iterator[SourceFile]:
+def read_files(
+    mirrors: Path, repository: Repository, suffix: str | tuple[str, ...] = CHECKED_SUFFIXES
+) -> Iterator[SourceFile]:
     """The repository's corpus files at the pinned commit, through one `git cat-file --batch`."""
     directory = git_dir(mirrors, repository)
     if directory is None:
@@ -149,6 +156,8 @@ def corpus_config() -> Config:
 
 
 def check_one(source: SourceFile) -> list[CorpusFinding]:
+    if is_notebook(source.path):
+        return check_notebook_file(source)
     text = source.data.decode("utf-8", errors="replace")
     doc = Document.parse(text, source.path)
     lines = doc.index.lines
@@ -164,6 +173,38 @@ def check_one(source: SourceFile) -> list[CorpusFinding]:
     return found
 
 
+def check_notebook_file(source: SourceFile) -> list[CorpusFinding]:
+    result, _, _ = check_notebook(source.data, source.path, corpus_config(), None, False)
+    found = []
+    for original in result.findings:
+        cell, finding = result.in_cell(original)
+        lines = result.source_lines(cell)
+        line = finding.span.start_line
+        snippet = lines[line].strip() if line < len(lines) else ""
+        found.append(
+            CorpusFinding(
+                source.repo,
+                f"{source.path}:cell {cell}",
+                line + 1,
+                finding.code,
+                finding.message,
+                snippet[:200],
+            )
+        )
+    return found
+
+
+def code_lines(source: SourceFile) -> int:
+    """Lines of Python: a notebook's code cells, not its JSON (outputs can be megabytes)."""
+    if not is_notebook(source.path):
+        return source.data.count(b"\n")
+    try:
+        notebook = read_notebook(source.data.decode("utf-8"))
+    except (UnicodeDecodeError, NotebookError):
+        return 0
+    return sum(len(cell.source.splitlines()) for cell in notebook.code_cells)
+
+
 def check_sources(sources: Sequence[SourceFile], jobs: int) -> list[CorpusFinding]:
     if jobs <= 1:
         results: Iterable[list[CorpusFinding]] = map(check_one, sources)
@@ -175,11 +216,12 @@ def check_sources(sources: Sequence[SourceFile], jobs: int) -> list[CorpusFindin
 
 
 def folder_sources(folder: Path) -> list[SourceFile]:
-    """Any folder instead of the corpus: its .py files, reported under the folder's name."""
+    """Any folder instead of the corpus: its .py files and notebooks, reported under the
+    folder's name."""
     return [
         SourceFile(folder.name, str(path.relative_to(folder)), path.read_bytes())
-        for path in sorted(folder.rglob("*.py"))
-        if path.is_file()
+        for path in sorted(folder.rglob("*"))
+        if path.suffix in CHECKED_SUFFIXES and path.is_file()
     ]
 
 
@@ -328,7 +370,7 @@ def run_corpus(corpus: Path, mirrors: Path, jobs: int) -> EcosystemRun:
             continue
         present.append(repository.name)
         sources.extend(read_files(mirrors, repository))
-    lines = sum(source.data.count(b"\n") for source in sources)
+    lines = sum(code_lines(source) for source in sources)
     return EcosystemRun(check_sources(sources, jobs), len(sources), lines, present, missing)
 
 
@@ -353,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.folder is not None:
         sources = folder_sources(args.folder)
-        lines = sum(source.data.count(b"\n") for source in sources)
+        lines = sum(code_lines(source) for source in sources)
         run = EcosystemRun(
             check_sources(sources, args.jobs), len(sources), lines, [args.folder.name], []
         )

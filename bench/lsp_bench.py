@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from .corpus import make_file
+    from .corpus import make_dense_file, make_file
 except ImportError:  # run as a script: python bench/lsp_bench.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from bench.corpus import make_file
+    from bench.corpus import make_dense_file, make_file
 
 SERVER = [sys.executable, "-m", "torchdoctor", "serve"]
+RUFF_SERVER = [str(Path(sys.executable).with_name("ruff")), "server"]
 BIG_FILE_LINES = 3000
 TIMEOUT = 120.0
 
@@ -425,6 +426,93 @@ def measure_memory(root: Path, documents: int, lines: int) -> dict[str, float]:
         client.close()
 
 
+def _code_edits(lines: list[str], count: int, seed: int) -> list[tuple[int, int, str]]:
+    """Single-character edits in code: a letter typed at the end of the name an assignment in
+    a function binds (`correct = 0` → `correctx = 0`), then deleted again. Each changes the
+    tree of the function it is in, as typing does."""
+    rng = random.Random(seed)
+    candidates = []
+    for number, line in enumerate(lines):
+        stripped = line.lstrip()
+        name = stripped.split(" = ", 1)[0]
+        if line.startswith("    ") and " = " in stripped and name.isidentifier():
+            candidates.append((number, len(line) - len(stripped) + len(name)))
+    edits: list[tuple[int, int, str]] = []
+    while len(edits) < count:
+        line, column = rng.choice(candidates)
+        edits.append((line, column, "x"))
+        edits.append((line, column, ""))
+    return edits[:count]
+
+
+def measure_code_keystrokes(
+    client: StdioClient, uri: str, text: str, count: int, seed: int, version: int = 1
+) -> dict[str, Any]:
+    lines = text.split("\n")
+    latencies: list[float] = []
+    for line, column, typed in _code_edits(lines, count, seed):
+        version += 1
+        after = len(client.notifications)
+        if typed:
+            sent = client.insert(uri, version, line, column, typed)
+        else:
+            sent = client.change(uri, version, line, column, line, column + 1, "")
+        note = client.diagnostics_for(uri, version, after)
+        latencies.append(note.received - sent)
+    return {"version": version, **percentiles(latencies)}
+
+
+def measure_dense_files(root: Path, edits: int) -> dict[str, Any]:
+    """Keystroke → diagnostics on files dense with findings, by torchdoctor and by `ruff
+    server` in the same run: the 3,000-line file with and without a trailing syntax error, and
+    a 10,000-line one; start → first diagnostics on the 3,000-line file; a 40-key burst."""
+    files = {
+        "dense_3000": make_dense_file(3000, seed=3),
+        "dense_3000_broken": make_dense_file(3000, seed=3, broken_tail=True),
+        "dense_10000": make_dense_file(10000, seed=10),
+    }
+    results: dict[str, Any] = {}
+    for server, command in (("torchdoctor", SERVER), ("ruff", RUFF_SERVER)):
+        if not Path(command[0]).exists():
+            continue
+        for name, text in files.items():
+            client = StdioClient(command)
+            try:
+                client.initialize({"hoverSignatures": False}, root)
+                uri = (root / f"{name}.py").as_uri()
+                client.open(uri, text)
+                first = client.diagnostics_for(uri, 1)
+                figures = measure_code_keystrokes(client, uri, text, edits, seed=len(text))
+                figures["findings"] = len(first.params["diagnostics"])
+                figures["lines"] = text.count("\n")
+                if name == "dense_3000":
+                    figures["start_to_first_diagnostics_s"] = first.received - client.started
+                    burst = measure_burst(client, uri, text, figures["version"], 40, 0.025)
+                    figures["burst_last_key_ms"] = burst["last_key_to_diagnostics_ms"]
+                results[f"{server}:{name}"] = figures
+            finally:
+                client.close()
+    return results
+
+
+def dense_markdown(results: dict[str, Any]) -> str:
+    rows = [
+        "| file | server | findings | p50 | p99 | start → first diagnostics | last of 40 keys |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, figures in results.items():
+        server, name = key.split(":")
+        start = figures.get("start_to_first_diagnostics_s")
+        burst = figures.get("burst_last_key_ms")
+        rows.append(
+            f"| {name} ({figures['lines']:,} lines) | {server} | {figures['findings']} | "
+            f"{figures['p50_ms']:.1f} ms | {figures['p99_ms']:.1f} ms | "
+            f"{'' if start is None else f'{start:.2f} s'} | "
+            f"{'' if burst is None else f'{burst:.1f} ms'} |"
+        )
+    return "\n".join(rows)
+
+
 def in_process_analysis_ms(text: str, repeats: int) -> float:
     from torchdoctor.analysis import Document, analyse
 
@@ -479,6 +567,7 @@ def run_lsp_bench(quick: bool = False) -> dict[str, Any]:
             results["rss_after_big_file_mb"] = client.rss_mb()
         finally:
             client.close()
+        results["dense"] = measure_dense_files(root, 40 if quick else 200)
     return results
 
 
@@ -516,11 +605,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument(
+        "--dense-only", action="store_true", help="only the dense files, with ruff beside"
+    )
     args = parser.parse_args(argv)
+    if args.dense_only:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="torchdoctor-lsp-bench-") as folder:
+            dense = measure_dense_files(Path(folder), 40 if args.quick else 200)
+        if args.json:
+            args.json.write_text(json.dumps(dense, indent=2))
+        print(dense_markdown(dense))
+        return 0
     results = run_lsp_bench(args.quick)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     print(markdown(results))
+    print()
+    print(dense_markdown(results["dense"]))
     return 0
 
 

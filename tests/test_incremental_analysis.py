@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torchdoctor.analysis import Config, Document, analyse
 from torchdoctor.analysis.incremental import IncrementalAnalyser
+from torchdoctor.analysis.scoped import FILE_RULES
 
-from bench.corpus import make_file
+from bench.corpus import make_dense_file, make_file
 from bench.fuzz import TOKENS
 
 from .conftest import ROOT, fixture_files
@@ -23,10 +24,13 @@ SEEDS = [
     *(path.read_text(encoding="utf-8") for path in fixture_files()),
     *(path.read_text(encoding="utf-8") for path in sorted((ROOT / "examples").glob("*.py"))),
     make_file(300, seed=7),
+    make_dense_file(300, seed=5),
+    make_dense_file(200, seed=6, broken_tail=True),
 ]
 # what a typist adds: tokens that open and close brackets, strings, blocks and continuations
 TYPED = st.sampled_from(
     [*TOKENS, "#", "x", " ", "\t", '"""', "'", "\\", "else:", "@dec", "    ", ".view(", "\r"]
+    + ["loss.backward()", "optimizer.zero_grad()", "model.eval()", ".double()", "def f(", "class"]
 ) | st.text(max_size=6)
 
 
@@ -109,3 +113,83 @@ def test_continuations_across_the_edited_region_fall_back_to_a_full_parse() -> N
         "x = 1 + \\\n    5\nif y:\n    pass\n\n@dec\n",
     ]:
         _assert_same_as_fresh(analyser, edited)
+
+
+def _type_in_function(text: str, needle: str, typed: str) -> str:
+    """`typed` appended to the first line holding `needle`."""
+    lines = text.split("\n")
+    number = next(i for i, line in enumerate(lines) if needle in line)
+    lines[number] += typed
+    return "\n".join(lines)
+
+
+def test_an_edit_inside_one_function_runs_the_rules_on_its_block_only() -> None:
+    text = make_dense_file(600, seed=2)
+    analyser = IncrementalAnalyser(PATH)
+    _, before = analyser.analyse(text, ALL)
+    edited = _type_in_function(text, "correct = 0", "  # counted")
+    _, after = analyser.analyse(edited, ALL)
+    assert analyser.runs == (1, 1)  # the first version whole, then one focused run
+    assert after == analyse(Document.parse(edited, PATH), ALL)
+    # the findings of the other blocks are the very objects of the version before
+    edited_line = next(i for i, line in enumerate(edited.split("\n")) if "# counted" in line)
+    blocks = analyser.blocks()
+    assert blocks is not None
+    block = next(b for b in blocks if b.start <= edited_line < b.end)
+    kept = {id(finding) for finding in before}
+    renewed = [finding for finding in after if id(finding) not in kept]
+    assert renewed
+    assert all(
+        finding.code in FILE_RULES or block.start <= finding.span.start_line < block.end
+        for finding in renewed
+    )
+
+
+def test_lines_added_above_move_the_findings_below_without_analysing_them() -> None:
+    text = make_dense_file(400, seed=4)
+    analyser = IncrementalAnalyser(PATH)
+    analyser.analyse(text, ALL)
+    edited = _type_in_function(text, "correct = 0", "\n    seen = 0\n    seen += 1")
+    _, findings = analyser.analyse(edited, ALL)
+    assert analyser.runs == (1, 1)
+    assert findings == analyse(Document.parse(edited, PATH), ALL)
+
+
+def test_a_syntax_error_costs_its_own_block_only() -> None:
+    """A file that ends in an unfinished block: each edit elsewhere parses and analyses one
+    block, and the other blocks keep their findings; the syntax error stays where it is."""
+    text = make_dense_file(400, seed=8, broken_tail=True)
+    analyser = IncrementalAnalyser(PATH)
+    first, _ = analyser.analyse(text, ALL)
+    assert first.syntax_problems
+    edited = _type_in_function(text, "correct = 0", "  # counted")
+    document, findings = analyser.analyse(edited, ALL)
+    assert analyser.runs == (1, 1)
+    fresh = Document.parse(edited, PATH)
+    assert document.syntax_problems == fresh.syntax_problems
+    assert findings == analyse(fresh, ALL)
+    assert [f.code for f in findings].count("TD000") == 1
+    # typing inside the broken block re-parses that block alone
+    blocks = analyser.blocks()
+    assert blocks is not None
+    untouched = {id(block) for block in blocks[:-1]}
+    document, findings = analyser.analyse(edited + "x", ALL)
+    after = analyser.blocks()
+    assert after is not None and {id(block) for block in after[:-1]} == untouched
+    assert findings == analyse(Document.parse(edited + "x", PATH), ALL)
+
+
+def test_a_change_another_block_depends_on_analyses_the_file_again() -> None:
+    """A helper that starts to switch the model to eval mode changes what the training loop
+    that calls it does: the loop's block is analysed again though its text did not change."""
+    text = (
+        "import torch\n\n\ndef helper(model):\n    return model\n\n\n"
+        "def fit(model, loader, opt):\n    for x in loader:\n        opt.zero_grad()\n"
+        "        model(x).sum().backward()\n        opt.step()\n        helper(model)\n"
+    )
+    analyser = IncrementalAnalyser(PATH)
+    _, before = analyser.analyse(text, ALL)
+    edited = text.replace("    return model", "    model.eval()\n    return model")
+    _, after = analyser.analyse(edited, ALL)
+    assert after == analyse(Document.parse(edited, PATH), ALL)
+    assert "TD403" in {finding.code for finding in after} - {finding.code for finding in before}

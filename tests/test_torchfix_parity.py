@@ -12,7 +12,7 @@ the same comparison runs on TorchFix's own files. Without it, the newest torchfi
 fetched into `.cache/torchfix` and searched for fixtures (skipped, saying why, when the download
 fails or the sdist has none).
 
-Every expected line must carry the mapped TD code (DESIGN.md §3) unless it is listed in
+Every expected line must carry the mapped TD code (MAPPING below) unless it is listed in
 DELIBERATE_DIFFERENCES with the reason.
 """
 
@@ -36,7 +36,7 @@ ALL = Config(select=("ALL",))
 # default), so TD702 reports it only for an older target. TOR102 cases are checked at 2.5.
 BEFORE_SAFE_LOAD = Config(select=("ALL",), target_torch=(2, 5))
 
-# TorchFix code -> torchdoctor code (DESIGN.md §3).
+# TorchFix code -> torchdoctor code (the README's rule table names the TD rules).
 MAPPING = {
     "TOR001": "TD707",
     "TOR004": "TD707",
@@ -72,7 +72,7 @@ DELIBERATE_DIFFERENCES = {
     # not give the same numbers: with torch 2.13 on CPU, `x / torch.sqrt(y)` and
     # `x * torch.rsqrt(y)` differ in the last bit for about 28% of random float32 inputs
     # (`1 / torch.sqrt(y)` and `torch.rsqrt(y)` for about 0.5%). No rule in the catalogue
-    # (DESIGN.md §3) covers it.
+    # (the README's rule table) covers it.
     "TOR109": "no counterpart: a speed hint whose rewrite changes results in the last bit",
 }
 

@@ -33,6 +33,16 @@ const { chromium } = createRequire(join(CACHE, "driver", "package.json"))("playw
 const DEFAULT_EXAMPLE = join(ROOT, "examples", "train_mnist.py");
 const EXAMPLE = resolve(process.env.TORCHDOCTOR_E2E_EXAMPLE ?? DEFAULT_EXAMPLE);
 const WORKSPACE_FILE = "train.py";
+// A Jupyter notebook whose training cell never zeroes gradients (TD101); its cells have outputs.
+const NOTEBOOK = { source: join(ROOT, "tests", "notebooks", "e2e_train.ipynb"), file: "fit.ipynb" };
+// A model that cannot be built without constructor arguments (Linear(4, h) + Linear(h, n)).
+const NEEDS_ARGUMENTS = {
+  source: join(ROOT, "tests", "probe", "fixtures", "construction.py"),
+  file: "classifier.py",
+  className: "NeedsArgs",
+  init: { num_classes: 5, hidden: 7 },
+  total: 4 * 7 + 7 + 7 * 5 + 5,
+};
 
 // ---------------------------------------------------------------- test bookkeeping
 
@@ -126,6 +136,7 @@ function userSettings() {
     "security.workspace.trust.enabled": true,
     "security.workspace.trust.startupPrompt": "always",
     "editor.codeLens": true,
+    "editor.inlayHints.enabled": "on",
     "editor.hover.delay": 200,
     "torchdoctor.interpreter": PYTHON,
   };
@@ -340,6 +351,60 @@ async function goToLine(line, column) {
 }
 
 /**
+ * The notebook's TD101 in VS Code's notebook editor: a squiggle in the training cell, its
+ * Problems entry, the quick fix applied from there, and the saved .ipynb still valid JSON with
+ * every cell's outputs as they were.
+ */
+async function notebookQuickFix(path) {
+  const original = JSON.parse(readFileSync(path, "utf-8"));
+  await openFile(NOTEBOOK.file);
+  const cells = page.locator(".notebook-editor .cell-editor-container .monaco-editor");
+  await cells.first().waitFor({ timeout: TIMEOUT });
+  await page.locator(".notebook-editor .squiggly-warning").first().waitFor({ timeout: TIMEOUT });
+  await openProblems();
+  const row = await problemRow("TD101");
+  const entry = await row.innerText();
+  check(/torchdoctor/.test(entry), `the notebook's TD101 entry does not come from torchdoctor: ${entry}`);
+  // the Problems entry's own quick fixes (Ctrl+. on the selected entry): the palette's
+  // "Quick Fix..." is not offered in a notebook cell's editor
+  await row.click();
+  await page.keyboard.press("Control+Period");
+  // the Problems panel lists them in a context menu (an editor, in its action widget)
+  const action = page.locator(".context-view .action-item, .action-widget .monaco-list-row", {
+    hasText: /zero_grad/,
+  });
+  await action.first().waitFor({ timeout: TIMEOUT });
+  // a context menu item acts on Enter (a click on it is taken by the menu's mouse-up handling)
+  await action.first().hover();
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Control+S");
+  const before = readFileSync(path, "utf-8");
+  let text = before;
+  const deadline = Date.now() + TIMEOUT;
+  while (Date.now() < deadline && !/zero_grad/.test(text)) {
+    await page.waitForTimeout(250);
+    text = readFileSync(path, "utf-8");
+  }
+  let saved;
+  try {
+    saved = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`the saved notebook is not valid JSON (${error.message}):\n${text.slice(0, 500)}`);
+  }
+  const source = (cell) => (Array.isArray(cell.source) ? cell.source.join("") : cell.source);
+  const training = saved.cells.find((cell) => /backward\(\)/.test(source(cell)));
+  check(training && /^\s+optimizer\.zero_grad\(\)$/m.test(source(training)), `no zero_grad() in the saved training cell:\n${text.slice(0, 800)}`);
+  // the notebook serializer may write a text as one string or as lines: compare the text
+  const outputs = (notebook) => JSON.stringify(notebook.cells.map((cell) => (cell.outputs ?? []).map((output) => ({
+    type: output.output_type,
+    text: Array.isArray(output.text) ? output.text.join("") : output.text,
+  }))));
+  check(outputs(saved) === outputs(original), `the outputs changed:\n${outputs(original)}\n${outputs(saved)}`);
+  check(saved.cells.length === original.cells.length, "the saved notebook has a different number of cells");
+  await page.locator(".markers-panel .monaco-list-row", { hasText: "TD101" }).first().waitFor({ state: "detached", timeout: TIMEOUT });
+}
+
+/**
  * Puts the cursor one character inside a finding, read from its Problems entry
  * ("[Ln 46, Col 13]"): the finding's start, not the end of its range, where a hover or a
  * code action request would fall outside it.
@@ -366,6 +431,50 @@ async function checkReportDetails(frame) {
   if (EXAMPLE === DEFAULT_EXAMPLE && !process.env.TORCHDOCTOR_E2E_MODEL) {
     const modelShape = await frame.$eval(".modules tbody tr:first-child td.shape", (cell) => cell.textContent);
     check(modelShape === "(8, 10)", `the modules table shows the model's output shape as ${JSON.stringify(modelShape)}, not (8, 10)`);
+  }
+}
+
+/**
+ * After a probe, every line of forward that bound a tensor ends in an inlay hint naming it:
+ * the argument on the `def forward` line, the returned value on the `return` line. The report
+ * panel took the focus; the file's editor is still visible beside it.
+ */
+async function checkShapeHints() {
+  // the editor renders spaces as no-break spaces: \s matches both
+  const editorLines = page.locator(".monaco-editor .view-line");
+  const defLine = editorLines.filter({ hasText: /def\sforward\(self,\sx/ }).first();
+  const argument = await waitForText(defLine, /→\sx\s\(8(,\s\d+)*\)/, "the argument's shape hint on `def forward`");
+  const returned = editorLines.filter({ hasText: /return\sself\.net\(x\)/ }).first();
+  const output = await waitForText(returned, /→\s\(8,\s10\)/, "the returned shape hint");
+  check(!/undefined|\[object/.test(argument + output), `odd hint text: ${argument} / ${output}`);
+}
+
+/**
+ * "Probe model with arguments…" on a class whose __init__ has required arguments: the
+ * constructor arguments typed as JSON, the input left to inference, bfloat16 picked; the
+ * report counts the parameters those arguments make (and bf16 halves their bytes).
+ */
+async function probeWithConstructorArguments() {
+  const { file, className, init, total } = NEEDS_ARGUMENTS;
+  await openFile(file);
+  const text = readFileSync(NEEDS_ARGUMENTS.source, "utf-8");
+  await goToLine(lineOfClass(text, className));
+  await runCommand("torchdoctor: Probe model with arguments…");
+  const box = page.locator(".quick-input-widget input");
+  await box.waitFor({ timeout: TIMEOUT });
+  await box.fill(JSON.stringify(init));
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget", { hasText: "Example input" }).waitFor({ timeout: TIMEOUT });
+  await box.fill("");
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget", { hasText: "Precision" }).waitFor({ timeout: TIMEOUT });
+  await box.fill("bfloat16");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "bfloat16" }).first().waitFor({ timeout: TIMEOUT });
+  await page.keyboard.press("Enter");
+  const found = await reportFrameWith(`[data-params-total="${total}"], [data-state=error]`, 2 * TIMEOUT);
+  if (!found || (await found.element.getAttribute("data-state")) === "error") {
+    const reason = found ? await found.element.innerText() : "no report with the new count";
+    throw new Error(`the probe with constructor arguments did not report ${total} parameters: ${reason}`);
   }
 }
 
@@ -467,6 +576,8 @@ async function main() {
   }
   copyFileSync(EXAMPLE, join(dirs.trusted, WORKSPACE_FILE));
   copyFileSync(EXAMPLE, join(dirs.untrusted, WORKSPACE_FILE));
+  copyFileSync(NEEDS_ARGUMENTS.source, join(dirs.trusted, NEEDS_ARGUMENTS.file));
+  copyFileSync(NOTEBOOK.source, join(dirs.trusted, NOTEBOOK.file));
   // outside the folder, so that nothing the workbench shows or watches changes when it is written
   const trapMarker = join(scratch, "workspace-code-ran.txt");
   plantBoobyTraps(dirs.untrusted, trapMarker);
@@ -504,7 +615,7 @@ async function main() {
   const finish = () => {
     const passed = results.filter((result) => result.ok).length;
     const failed = results.length - passed;
-    const total = 10;
+    const total = 13;
     console.log(`\ne2e: ${((Date.now() - started) / 1000).toFixed(1)} s in the workbench; screenshots in ${ARTIFACTS}`);
     if (results.length < total) {
       console.log(`e2e: ${total - results.length} step(s) not reached`);
@@ -594,6 +705,22 @@ async function main() {
         const visible = await found.element.innerText();
         check(visible.replace(/[^\d]/g, "").includes(String(expected.total)), `the count is not displayed: ${visible}`);
         await checkReportDetails(found.frame);
+      });
+
+      await step("shape-hints-on-forward", async () => {
+        await checkShapeHints();
+      });
+
+      await step("probe-with-constructor-arguments", async () => {
+        await probeWithConstructorArguments();
+      });
+    });
+
+    // its own phase: the notebook checks do not depend on the probe, nor the probe on them
+    await phase(async () => {
+      await step("notebook-td101-quick-fix", async () => {
+        await page.keyboard.press("Escape");
+        await notebookQuickFix(join(dirs.trusted, NOTEBOOK.file));
       });
     });
 

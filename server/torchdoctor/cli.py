@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_probe_parser(commands)
+        from .probe.diff_command import add_probe_diff_parser
+
+        add_probe_diff_parser(commands)
     return parser
 
 
@@ -104,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .probe.command import run_probe
 
             return run_probe(args)
+        if args.command == "probe-diff":
+            from .probe.diff_command import run_probe_diff
+
+            return run_probe_diff(args)
     except ConfigError as error:
         print(f"torchdoctor: configuration error:\n{error}", file=sys.stderr)
         return EXIT_ERROR

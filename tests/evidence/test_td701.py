@@ -15,7 +15,7 @@ import types
 import warnings
 
 import pytest
-from torchdoctor.analysis.rules.api_symbols import (
+from torchdoctor.analysis.rules.api.symbols import (
     DEPENDS,
     NO_WEIGHTS,
     TORCHVISION_LEGACY_WEIGHTS,

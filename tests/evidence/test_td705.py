@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 import torch
-from torchdoctor.analysis.rules.api_symbols import COMPILE_KEYWORDS, COMPILE_MODES
+from torchdoctor.analysis.rules.api.symbols import COMPILE_KEYWORDS, COMPILE_MODES
 
 
 def model() -> torch.nn.Module:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from torchdoctor.analysis.rules.api_symbols import TRAINING_ARGUMENT_RENAMES
+from torchdoctor.analysis.rules.api.symbols import TRAINING_ARGUMENT_RENAMES
 
 transformers = pytest.importorskip("transformers", reason="transformers is not installed")
 

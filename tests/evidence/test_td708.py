@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torchdoctor.analysis.rules.api_symbols import DEFINING_MODULE_PATHS, DEPRECATED
+from torchdoctor.analysis.rules.api.symbols import DEFINING_MODULE_PATHS, DEPRECATED
 
 
 def spd() -> torch.Tensor:
@@ -132,7 +132,7 @@ def test_norm_and_ger_do_not_warn_at_run_time() -> None:
 
 
 def test_sigmoid_and_tanh_are_not_deprecated() -> None:
-    """DESIGN.md lists F.sigmoid/F.tanh as deprecated; torch 2.13 neither warns nor says so."""
+    """F.sigmoid/F.tanh are often called deprecated; torch 2.13 neither warns nor says so."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         F.sigmoid(torch.ones(2))

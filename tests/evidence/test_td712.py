@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 from torchdoctor.analysis import Config, check
-from torchdoctor.analysis.rules.api_symbols import PRIVATE_ALIASES, PRIVATE_MODULES
+from torchdoctor.analysis.rules.api.symbols import PRIVATE_ALIASES, PRIVATE_MODULES
 
 
 def resolve(qualname: str):

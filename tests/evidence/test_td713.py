@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torchdoctor.analysis.rules.api import _legacy_reduction
+from torchdoctor.analysis.rules.api.td713_deprecated_loss_args import _legacy_reduction
 
 
 @pytest.mark.parametrize(

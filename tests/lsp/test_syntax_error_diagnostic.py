@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import pytest
 from lsprotocol import types
-from torchdoctor.analysis import REGISTRY, Config, Document
-from torchdoctor.analysis.findings import Rule, RuleInfo, Severity
-from torchdoctor.lsp.diagnostics import run_rules
 
 from .conftest import (
     open_document,
@@ -58,22 +55,3 @@ async def test_a_pulling_client_gets_it_once_too(lsp, uri_of):
     report = await pull(client, uri)
     assert [d.code for d in report.items] == ["TD000"]
     assert len(client.published) == 0
-
-
-async def test_a_crashing_rule_does_not_repeat_the_syntax_error(monkeypatch):
-    """When one rule fails, the rules are run one by one; TD000, which runs in every one of
-    those runs, must still come out once."""
-
-    def crash(context):
-        raise ValueError("a rule that fails on this code")
-
-    info = RuleInfo("TD999", "always-fails", Severity.WARNING, "test rule", fixable=False)
-    monkeypatch.setitem(REGISTRY.rules, "TD999", Rule(info, crash))
-    monkeypatch.setitem(REGISTRY.infos, "TD999", info)
-    document = Document.parse(MISSING_ZERO_GRAD + "\ndef f(:\n", "x.py")
-
-    findings, failed = run_rules(document, Config(select=("ALL",)))
-
-    assert failed == ["TD999"]
-    assert [f.code for f in findings].count("TD000") == 1
-    assert "TD101" in {f.code for f in findings}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from torchdoctor.probe.client import RUNNER_PATH
+from torchdoctor.probe.runner import COMPANION_MODULES
 from torchdoctor.probe.schema import ProbeReport
 
 from .conftest import EXAMPLES, FIXTURES, copy_fixture, marked_line, needs_torch
@@ -59,6 +60,8 @@ def test_bad_arguments_exit_2_without_starting_torch(tmp_path: Path) -> None:
 def test_runner_copied_out_of_the_package_runs_alone(tmp_path: Path) -> None:
     runner = tmp_path / "runner.py"
     shutil.copy(RUNNER_PATH, runner)
+    for name in COMPANION_MODULES:  # the standard-library modules it loads from its folder
+        shutil.copy(RUNNER_PATH.with_name(f"{name}.py"), tmp_path / f"{name}.py")
     model = shutil.copy(EXAMPLES / "models.py", tmp_path / "models.py")
     run = subprocess.run(
         [sys.executable, str(runner), "--file", str(model), "--target", "SmallCNN", *QUICK],

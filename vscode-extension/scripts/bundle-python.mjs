@@ -24,9 +24,6 @@ const python = process.env.TORCHDOCTOR_BUNDLE_PYTHON ?? "python3";
 const target = join(extensionDir, "bundled", "libs");
 const OLDEST_PYTHON = "3.10";
 
-// Used only when the project's pyproject.toml cannot be read (no tomllib before 3.11).
-const FALLBACK_DEPENDENCIES = ["pygls>=2.1,<3", "lsprotocol>=2025.0.0", "jedi>=0.19", "rich>=13", "pathspec>=0.12"];
-
 function run(command, args) {
   console.log(`$ ${command} ${args.join(" ")}`);
   const result = spawnSync(command, args, { stdio: "inherit" });
@@ -43,15 +40,20 @@ function runtimeDependencies() {
   if (!existsSync(pyproject)) {
     throw new Error(`${pyproject} not found: set TORCHDOCTOR_SERVER_SRC to the torchdoctor Python project`);
   }
+  // pyproject.toml's [project] dependencies are the only list: no second pin to drift from it
   const script =
-    "import json, sys, tomllib; " +
-    "print(json.dumps(tomllib.load(open(sys.argv[1], 'rb')).get('project', {}).get('dependencies', [])))";
+    "import json, sys\n" +
+    "try:\n    import tomllib\n" +
+    "except ImportError:\n    import tomli as tomllib\n" +
+    "print(json.dumps(tomllib.load(open(sys.argv[1], 'rb'))['project']['dependencies']))";
   const result = spawnSync(python, ["-c", script, pyproject], { encoding: "utf-8" });
-  if (result.status === 0) {
-    return JSON.parse(result.stdout);
+  if (result.status !== 0) {
+    throw new Error(
+      `could not read [project] dependencies from ${pyproject} with ${python} ` +
+        `(it needs Python >= 3.11, or tomli installed): ${result.stderr.trim()}`,
+    );
   }
-  console.warn(`could not read dependencies from ${pyproject}; using the built-in list`);
-  return FALLBACK_DEPENDENCIES;
+  return JSON.parse(result.stdout);
 }
 
 /** Removes what the extension never needs: scripts, byte code, jedi's third-party stubs. */

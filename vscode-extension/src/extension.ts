@@ -3,6 +3,7 @@
 import * as vscode from "vscode";
 import { fixAllCommand } from "./commands/fixAll";
 import { onActiveEnvironmentChanged } from "./python/interpreter";
+import { registerDistributedProbe } from "./probe/distributedProbe";
 import { ProbeService } from "./probe/probeService";
 import { REPORT_VIEW_TYPE, ReportPanel } from "./probe/reportPanel";
 import { ProbeStore } from "./probe/store";
@@ -44,6 +45,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       probes.probeCommand(uri, className),
     ),
     vscode.commands.registerCommand("torchdoctor.probeWithInput", (uri?: unknown) => probes.probeWithInputCommand(uri)),
+    registerDistributedProbe(context, server, output),
     vscode.commands.registerCommand("torchdoctor.showReport", () => {
       probes.showReport();
     }),

@@ -1,7 +1,7 @@
 // Workspace Trust: the probe imports and runs the workspace's own Python code, so it is
 // refused in Restricted Mode; diagnostics, hovers and fixes (which only read text) stay on.
 import * as vscode from "vscode";
-import { SERVER_PROBE_COMMAND } from "./server/client";
+import { SERVER_PROBE_COMMAND, SERVER_PROBE_DISTRIBUTED_COMMAND } from "./server/client";
 
 export function probeAllowed(): boolean {
   return vscode.workspace.isTrusted;
@@ -25,7 +25,7 @@ export function refuseProbe(): void {
 
 /** Middleware guard for server commands: false (and a message) for a probe in Restricted Mode. */
 export function guardServerCommand(command: string): boolean {
-  if (command === SERVER_PROBE_COMMAND && !probeAllowed()) {
+  if ((command === SERVER_PROBE_COMMAND || command === SERVER_PROBE_DISTRIBUTED_COMMAND) && !probeAllowed()) {
     refuseProbe();
     return false;
   }

@@ -56,9 +56,15 @@ def call_layout(ctx: RuleContext, call: ast.Call) -> CallLayout | None:
     for token in tokens:
         start, end = where(*token.start), where(*token.end)
         if open_paren is None:
-            if token.type == tokenize.OP and token.string == "(" and depth == 0 and start >= (
-                func_end.end_line,
-                func_end.end_col,
+            if (
+                token.type == tokenize.OP
+                and token.string == "("
+                and depth == 0
+                and start
+                >= (
+                    func_end.end_line,
+                    func_end.end_col,
+                )
             ):
                 open_paren = start
                 depth = 1

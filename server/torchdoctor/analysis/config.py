@@ -4,7 +4,9 @@ command line or the editor. Unknown keys and bad values are reported, never sile
 from __future__ import annotations
 
 import fnmatch
+import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any
@@ -29,7 +31,24 @@ NEWEST_TORCH = (2, 13)
 
 
 class ConfigError(ValueError):
-    """A configuration problem, worded for the user."""
+    """A configuration problem, worded for the user; a problem in a file says where (1-based
+    line and column, when the file's syntax is what is wrong), so the editor can point at it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        # what is wrong, without the file and position (a diagnostic in that file shows those)
+        self.reason = reason or message
+        self.path = path
+        self.line = line
+        self.column = column
 
 
 @dataclass(frozen=True)
@@ -95,32 +114,85 @@ def _path_matches(relative: str, pattern: str) -> bool:
     return "/" not in pattern and fnmatch.fnmatch(PurePath(relative).name, pattern)
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml with a [tool.torchdoctor] table, from `start` upwards."""
+@dataclass(frozen=True)
+class ConfigFile:
+    """The `[tool.torchdoctor]` table of a pyproject.toml, and where it came from."""
+
+    path: Path
+    table: dict[str, Any]
+
+
+def find_config_file(start: Path) -> ConfigFile | None:
+    """The nearest pyproject.toml with a [tool.torchdoctor] table, from `start` upwards, each
+    file read and parsed once. A file that is not valid TOML but names `tool.torchdoctor` is
+    the configuration the user meant: ConfigError, with its line and column, not a silent
+    fall-back to the defaults. Other unreadable pyproject.toml files belong to other tools."""
     folder = start if start.is_dir() else start.parent
     for candidate_folder in (folder, *folder.parents):
         candidate = candidate_folder / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            if "torchdoctor" in data.get("tool", {}):
-                return candidate
+        try:
+            data = candidate.read_bytes()
+        except OSError:  # absent (the common case), a folder, or unreadable
+            continue
+        table = _torchdoctor_table(candidate, data)
+        if table is not None:
+            return ConfigFile(candidate, table)
     return None
 
 
-def load_config(start: Path) -> Config:
-    """Read the configuration that applies to `start` (a file or folder)."""
-    pyproject = find_pyproject(start.resolve())
-    if pyproject is None:
-        return Config()
+TOOL_TABLE = re.compile(rb"^\s*\[+\s*tool\s*\.\s*[\"']?torchdoctor\b", re.MULTILINE)
+TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def _torchdoctor_table(path: Path, data: bytes) -> dict[str, Any] | None:
+    ours = TOOL_TABLE.search(data) is not None
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        document = tomllib.loads(data.decode("utf-8-sig"))  # a BOM is no reason to fail
+    except UnicodeDecodeError as error:
+        if not ours:
+            return None
+        line = data[: error.start].count(b"\n") + 1
+        reason = "not valid UTF-8 (TOML files must be)"
+        raise ConfigError(f"{path}:{line}: {reason}", path=path, line=line, reason=reason) from None
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{pyproject}: not valid TOML: {error}") from error
-    table = data.get("tool", {}).get("torchdoctor", {})
-    return config_from_mapping(table, source=str(pyproject), root=pyproject.parent)
+        if not ours:
+            return None
+        what, line, column = _toml_error_position(error)
+        where = f"{path}:{line}:{column}" if line else str(path)
+        reason = f"not valid TOML: {what}"
+        raise ConfigError(
+            f"{where}: {reason}", path=path, line=line, column=column, reason=reason
+        ) from None
+    tool = document.get("tool")
+    if not isinstance(tool, dict) or "torchdoctor" not in tool:
+        return None
+    table = tool["torchdoctor"]
+    if not isinstance(table, dict):
+        reason = "`tool.torchdoctor` must be a table"
+        raise ConfigError(f"{path}: {reason}", path=path, reason=reason)
+    return table
+
+
+def _toml_error_position(error: tomllib.TOMLDecodeError) -> tuple[str, int | None, int | None]:
+    """The message without its position, and the position (tomllib puts it in the message
+    before Python 3.14, which adds `lineno` and `colno`)."""
+    text = str(error.args[0] if error.args else error)
+    match = TOML_POSITION.search(text)
+    if match is None:
+        return text, getattr(error, "lineno", None), getattr(error, "colno", None)
+    return text[: match.start()], int(match.group(1)), int(match.group(2))
+
+
+def load_config(start: Path, *, strict: bool = True) -> Config:
+    """The configuration that applies to `start` (a file or folder). A file that cannot be
+    parsed raises ConfigError; `strict`: so does any bad entry, otherwise the bad entries are
+    skipped and listed in `Config.warnings` (the editor keeps working while the user types)."""
+    found = find_config_file(start.resolve())
+    if found is None:
+        return Config()
+    return config_from_mapping(
+        found.table, source=str(found.path), root=found.path.parent, strict=strict
+    )
 
 
 def config_from_mapping(
@@ -220,16 +292,23 @@ def _check_code(code: str) -> None:
 def with_overrides(
     config: Config,
     *,
-    select: list[str] | None = None,
-    extend_select: list[str] | None = None,
-    ignore: list[str] | None = None,
+    select: Sequence[str] | None = None,
+    extend_select: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
+    severity: Sequence[tuple[str, Severity]] = (),
 ) -> Config:
-    """Command-line or editor settings on top of the file's: `select` replaces, `ignore` adds."""
+    """Command-line or editor settings on top of the file's: `select` replaces, `extend_select`
+    and `ignore` add, a severity set for a code wins over the file's for that code."""
     changes: dict[str, Any] = {}
     if select:
-        changes["select"] = tuple(_codes(select))
+        changes["select"] = tuple(_codes(list(select)))
     if extend_select:
-        changes["extend_select"] = config.extend_select + tuple(_codes(extend_select))
+        changes["extend_select"] = config.extend_select + tuple(_codes(list(extend_select)))
     if ignore:
-        changes["ignore"] = config.ignore + tuple(_codes(ignore))
+        changes["ignore"] = config.ignore + tuple(_codes(list(ignore)))
+    if severity:
+        merged = dict(config.severity)
+        merged.update(dict(severity))
+        # longer prefixes first, so `TD101` overrides `TD1`
+        changes["severity"] = tuple(sorted(merged.items(), key=lambda pair: -len(pair[0])))
     return replace(config, **changes) if changes else config

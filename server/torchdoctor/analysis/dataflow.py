@@ -50,6 +50,7 @@ class ScopeFlow:
 
 
 def flow_of(sem: Semantics, scope: ast.AST) -> ScopeFlow:
+    sem = sem.whole
     key = f"flow:{id(scope)}"
     flow = sem.derived.get(key)
     if flow is None:

@@ -8,6 +8,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
+from .blocks import is_continuation, scan
 from .findings import Span
 from .gc_pause import gc_paused
 from .lines import LineIndex
@@ -16,7 +17,6 @@ from .semantics import Semantics, build_semantics
 # Repairs per top-level block before the block is given up; each repair re-parses one block.
 MAX_REPAIRS_PER_BLOCK = 12
 INDENTED_BLOCK_AFTER = re.compile(r"expected an indented block after .* on line (\d+)")
-CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally", "case")
 
 
 @dataclass(frozen=True)
@@ -148,81 +148,9 @@ def _syntax_error(source: str) -> SyntaxError | None:
 
 
 def top_level_blocks(lines: list[str]) -> list[tuple[int, int]]:
-    """Split a file into runs of lines that each hold one or more whole top-level statements.
-
-    A new block starts at a non-blank, non-comment line at column 0 that is outside any bracket
-    or triple-quoted string and is not a continuation (`else:`, a closing bracket, a decorated
-    definition's `def` after its decorators).
-    """
-    starts: list[int] = []
-    depth = 0
-    in_string: str | None = None
-    previous_was_decorator = False
-    for number, line in enumerate(lines):
-        at_top = depth == 0 and in_string is None
-        stripped = line.lstrip()
-        if at_top and stripped and line[0] not in " \t#" and not _is_continuation(stripped):
-            if not previous_was_decorator:
-                starts.append(number)
-            previous_was_decorator = stripped.startswith("@")
-        depth, in_string = _scan_brackets(line, depth, in_string)
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
-    ends = starts[1:] + [len(lines)]
-    return list(zip(starts, ends, strict=True))
-
-
-def _is_continuation(stripped: str) -> bool:
-    if stripped[0] in ")]}":
-        return True
-    word = re.match(r"[A-Za-z_]+", stripped)
-    return word is not None and word.group() in CONTINUATION_KEYWORDS
-
-
-def _scan_brackets(line: str, depth: int, in_string: str | None) -> tuple[int, str | None]:
-    """Track bracket depth and open triple-quoted strings across a line (a light tokenizer)."""
-    position = 0
-    length = len(line)
-    while position < length:
-        char = line[position]
-        if in_string is not None:
-            if char == "\\":
-                position += 2
-                continue
-            if line.startswith(in_string, position):
-                position += len(in_string)
-                in_string = None
-                continue
-            position += 1
-            continue
-        if char == "#":
-            break
-        if char in "\"'":
-            triple = char * 3
-            if line.startswith(triple, position):
-                in_string = triple
-                position += 3
-                continue
-            closing = _end_of_single_quoted(line, position + 1, char)
-            position = closing
-            continue
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth = max(0, depth - 1)
-        position += 1
-    return depth, in_string
-
-
-def _end_of_single_quoted(line: str, position: int, quote: str) -> int:
-    while position < len(line):
-        if line[position] == "\\":
-            position += 2
-            continue
-        if line[position] == quote:
-            return position + 1
-        position += 1
-    return len(line)
+    """Split a file into runs of lines that each hold one or more whole top-level statements
+    (see blocks.py)."""
+    return scan(lines).blocks()
 
 
 def _parse_block(
@@ -295,7 +223,7 @@ def _blank_from(block: list[str], offset: int) -> bool:
         line = block[position]
         if not line.strip():
             continue
-        if len(_indent(line)) <= len(indent) and not _is_continuation(line.lstrip()):
+        if len(_indent(line)) <= len(indent) and not is_continuation(line.lstrip()):
             break
         block[position] = ""
         changed = True

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Collection
 from dataclasses import replace
+from functools import lru_cache
 
 from . import rules as _rules  # noqa: F401  (importing registers every rule)
 from .config import Config
@@ -11,31 +12,36 @@ from .context import RuleContext
 from .document import Document
 from .findings import REGISTRY, Finding, Severity
 from .gc_pause import gc_paused
-from .noqa import find_suppressions
-
-log = logging.getLogger(__name__)
+from .noqa import Suppression, find_suppressions
+from .rule_runner import findings_of
+from .semantics import BlockIndex
 
 
 def analyse(doc: Document, config: Config | None = None) -> list[Finding]:
     """All findings for a parsed document, filtered by selection, noqa and severity overrides."""
     with gc_paused():
-        return _analyse(doc, config or Config())
+        return run_rules(doc, config or Config())
 
 
-def _analyse(doc: Document, config: Config) -> list[Finding]:
+def run_rules(
+    doc: Document,
+    config: Config,
+    focus: list[BlockIndex] | None = None,
+    codes: Collection[str] | None = None,
+    exclude: Collection[str] = (),
+) -> list[Finding]:
+    """The findings of the enabled rules (of `codes` only, when given). With `focus`, the rules
+    visit only the nodes of those blocks: they see the whole file's facts (names, kinds,
+    function summaries) but report only on what the blocks hold (see scoped.py)."""
     enabled = config.enabled_codes(doc.path) | REGISTRY.always_on
-    context = RuleContext(doc, doc.semantics, config)
-    suppressions = find_suppressions(doc.index.lines)
+    sem = doc.semantics if focus is None else doc.semantics.focused_on(focus)
+    context = RuleContext(doc, sem, config)
+    suppressions = _suppressions(doc.index.lines)
     findings: list[Finding] = []
-    for code in sorted(enabled):
-        rule = REGISTRY.rules[code]
-        try:
-            produced = list(rule.check(context))
-        except RecursionError:
-            # absurdly deep expressions: skip the rule for this file rather than fail
-            log.warning("%s skipped on %s: expression nesting too deep", code, doc.path)
-            continue
-        for finding in produced:
+    chosen = enabled if codes is None else enabled.intersection(codes)
+    for code in sorted(chosen.difference(exclude)):
+        # a rule that raises loses its own findings only (and is recorded: rule_runner.py)
+        for finding in findings_of(REGISTRY.rules[code], context):
             if finding.code not in enabled:
                 continue
             suppression = suppressions.get(finding.span.start_line)
@@ -54,6 +60,12 @@ def check(text: str, path: str = "<stdin>", config: Config | None = None) -> lis
     # one pause for both: between two pauses the collector would scan the whole new tree
     with gc_paused():
         return analyse(Document.parse(text, path), config)
+
+
+@lru_cache(maxsize=4)
+def _suppressions(lines: tuple[str, ...]) -> dict[int, Suppression]:
+    """The noqa comments of a version: found once, though an edit runs the rules in parts."""
+    return find_suppressions(lines)
 
 
 def _with_severity(finding: Finding, severity: Severity) -> Finding:

@@ -1,138 +1,248 @@
-"""Successive versions of one document, parsed again only where they changed.
+"""Successive versions of one document, analysed again only where an edit changed them.
 
-A keystroke in an editor changes one top-level statement of a file; parsing the whole file again
-costs tens of milliseconds on a few thousand lines, parsing that statement a fraction of one.
-`IncrementalAnalyser` keeps the tree of the last version that parsed whole and, when the new
-text has as many lines, parses only the lines between the last unchanged top-level statement
-before the change and the first unchanged one after it, at their real line numbers, and reuses
-the other statements' nodes as they are. Semantics and rules then run on the whole tree as for
-a fresh parse (their facts are document-wide: which names hold models, optimizers and loaders,
-the class hierarchy, the imports), so the findings are those of `analyse(Document.parse(text))`.
+A keystroke changes one top-level statement of a file. `IncrementalAnalyser` keeps, for each
+top-level block of the last version (see blocks.py), its statements, its syntax problems, the
+index the semantics is merged from, and the findings located in it. For the next version it
+scans the lines again from the first changed one, parses only the blocks whose text is new
+(a block that does not parse is repaired alone, so a syntax error costs nothing outside its
+block), merges the semantics from the blocks' indexes, and runs the rules only on the blocks that
+changed (scoped.py), reusing the other blocks' findings moved by the change in line count.
 
-Why the spliced tree equals `ast.parse(text)`: the lines before the region are unchanged and,
-in the previous version, ended a top-level statement at its last line (with no backslash
-continuing it), so the tokenizer enters the region in the same clean state as a fresh parse of
-the region alone: no open bracket or string, indentation at column 0. The region parsed alone
-ends the same way (else it would not parse, or it ends on a backslash and is refused), and the
-unchanged lines after it start a top-level statement at column 0, which no statement can
-continue (`else:`, `except:`, a decorator's function all belong to the statement they follow
-and would have made that line part of it before). Whatever falls outside this reasoning falls
-back to a full parse: a different line count, a region that does not parse, a base version
-that did not parse whole, NUL characters, or `from __future__ import barry_as_FLUFL` (which changes
-how `<>` parses).
+The result is what `analyse(Document.parse(text))` gives. Where the reuse cannot be shown to give
+it, the version is analysed whole: NUL characters, `from __future__ import barry_as_FLUFL`
+(which changes how `<>` parses), and a first version whose statements do not fall into the
+scanner's blocks.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
+from .blocks import BlockScan, rescan, scan
 from .config import Config
-from .document import Document, _try_parse
-from .engine import analyse
+from .document import Document, SyntaxProblem, _parse_block, _try_parse
 from .findings import Finding
 from .gc_pause import gc_paused
 from .lines import LineIndex
+from .scoped import BlockFindings, ScopedFindings, analyse_scoped
+from .semantics import BlockIndex, Semantics, index_block, merge_blocks
+
+
+@dataclass(eq=False)
+class ParsedBlock:
+    """One top-level block of a version: its text (the key it is found again by), where it
+    stands, what parsing it gave, and what was derived from that."""
+
+    text: str
+    start: int  # 0-based first line in the version it was last placed in
+    end: int  # the line after its last
+    statements: list[ast.stmt]
+    problems: list[SyntaxProblem]
+    _index: BlockIndex | None = field(default=None, repr=False)
+    # what the analysis of the file found in it, and what it tells the rest of the file
+    kept: BlockFindings | None = field(default=None, repr=False)
+    interface: object = field(default=None, repr=False)
+    identifiers: frozenset[str] | None = field(default=None, repr=False)
+    # cut from a whole parse of the file rather than parsed alone: the same statements unless
+    # the block ends in a way only the next line completes (a backslash before a blank line)
+    alone: bool = True
+
+    @property
+    def index(self) -> BlockIndex:
+        if self._index is None:
+            self._index = index_block(self.statements)
+        return self._index
+
+    def move_to(self, start: int) -> None:
+        """Put the block at another first line: its nodes move by whole lines."""
+        delta = start - self.start
+        if delta:
+            for statement in self.statements:
+                ast.increment_lineno(statement, delta)
+            self.problems = [
+                SyntaxProblem(problem.line + delta, problem.col, problem.message)
+                for problem in self.problems
+            ]
+            self.start += delta
+            self.end += delta
+
+
+@dataclass
+class Version:
+    """What the analyser keeps of the last version it parsed."""
+
+    document: Document
+    scan: BlockScan
+    blocks: list[ParsedBlock]
 
 
 class IncrementalAnalyser:
     """Parses and analyses the versions of one document in turn. Not thread-safe: a document is
     analysed by one thread at a time (the language server never runs two analyses of one
-    document at once)."""
+    document at once). The nodes of blocks that an edit moved are moved in place: a document
+    of an earlier version must not be read once a later one has been parsed."""
 
     def __init__(self, path: str = "<unknown>") -> None:
         self.path = path
-        self._previous: Document | None = None
+        self._previous: Version | None = None
+        self._findings = ScopedFindings()
 
     def parse(self, text: str, path: str | None = None) -> Document:
         """The document for `text`, equal to `Document.parse(text, path)` (the analyser's own
         path when none is given: a renamed file keeps its parse)."""
         path = self.path if path is None else path
         with gc_paused():
-            document = reparse(self._previous, text, path)
-            if document is None:
-                document = Document.parse(text, path)
-        # Only a tree that is exactly `ast.parse(text)` may lend its statements to a later
-        # version. While the user types through code that does not parse, the last version that
-        # did stays the base: the next one that parses again differs from it by a few lines.
-        if document.parsed_whole:
-            self._previous = document
-        return document
+            version = self._parse(text, path)
+        self._previous = version
+        return version.document if version is not None else Document.parse(text, path)
+
+    def blocks(self) -> list[ParsedBlock] | None:
+        """The blocks of the last version parsed, or None when it was parsed whole."""
+        return None if self._previous is None else self._previous.blocks
 
     def analyse(
         self, text: str, config: Config | None = None, path: str | None = None
     ) -> tuple[Document, list[Finding]]:
         """The document for `text` and its findings, equal to those of a fresh analysis."""
+        config = config or Config()
         with gc_paused():
-            document = self.parse(text, path)
-            return document, analyse(document, config)
+            path = self.path if path is None else path
+            version = self._parse(text, path)
+            self._previous = version
+            if version is None:
+                self._findings.forget()
+                from .engine import analyse  # the engine imports this module's users
+
+                document = Document.parse(text, path)
+                return document, analyse(document, config)
+            return version.document, analyse_scoped(
+                version.document, version.blocks, config, self._findings
+            )
 
     def forget(self) -> None:
         self._previous = None
+        self._findings.forget()
+
+    @property
+    def runs(self) -> tuple[int, int]:
+        """(whole-file runs, focused runs) of the rules so far: what an edit cost."""
+        return self._findings.full_runs, self._findings.focused_runs
+
+    # ---- parsing -----------------------------------------------------------------------------
+    def _parse(self, text: str, path: str) -> Version | None:
+        if "\0" in text or "barry_as_FLUFL" in text:
+            return None
+        index = LineIndex.of(text)
+        previous = self._previous
+        if previous is None:
+            return _first_version(text, path, index)
+        if text == previous.document.text and path == previous.document.path:
+            return previous
+        lines = index.lines
+        block_scan = rescan(previous.scan, lines)
+        available: dict[str, list[ParsedBlock]] = {}
+        for block in previous.blocks:
+            available.setdefault(block.text, []).append(block)
+        blocks: list[ParsedBlock] = []
+        for start, end in block_scan.blocks():
+            blocks.append(_reuse_or_parse(available, lines, start, end))
+        if any(block.problems for block in blocks):
+            # the file is broken: what a fresh parse makes of it is each block parsed alone
+            for position, block in enumerate(blocks):
+                if not block.alone:
+                    blocks[position] = _parse_new_block(lines, block.start, block.end, block.text)
+        if _may_be_split_wrongly(blocks, lines):
+            # the scanner may have cut a statement: let a whole parse decide, and start over
+            return _first_version(text, path, index)
+        return _version(text, path, index, block_scan, blocks, previous.document.semantics)
 
 
-def reparse(previous: Document | None, text: str, path: str) -> Document | None:
-    """`Document.parse(text, path)` built from `previous` by parsing only the changed region,
-    or None when the reuse cannot be shown to give the same tree."""
-    if previous is None or not previous.parsed_whole:
-        return None
-    if "\0" in text or "barry_as_FLUFL" in text:
-        return None
-    if text == previous.text:
-        return Document(text, path, previous.index, previous.tree, [], True)
-    index = LineIndex.of(text)
-    new_lines, old_lines = index.lines, previous.index.lines
-    count = len(new_lines)
-    if count != len(old_lines):
-        return None
-    first = 0
-    while first < count and new_lines[first] == old_lines[first]:
-        first += 1
-    if first == count:
-        # only the line breaks differ: the tokenizer reads \r\n, \r and \n alike
-        return Document(text, path, index, previous.tree, [], True)
-    last = count - 1
-    while last > first and new_lines[last] == old_lines[last]:
-        last -= 1
-    before, after, region_start, region_end = _split(previous.tree.body, first, last, count)
-    if region_start > 0 and old_lines[region_start - 1].endswith("\\"):
-        return None  # the statement before may continue into the region
-    if new_lines[region_end].endswith("\\"):
-        return None  # the region may continue into the statement after it
-    source = "\n" * region_start + "\n".join(new_lines[region_start : region_end + 1])
-    tree = _try_parse(source)
-    if tree is None:
-        return None
-    module = ast.Module(body=[*before, *tree.body, *after], type_ignores=[])
-    return Document(text, path, index, module, [], True)
+def _reuse_or_parse(
+    available: dict[str, list[ParsedBlock]], lines: tuple[str, ...], start: int, end: int
+) -> ParsedBlock:
+    text = "\n".join(lines[start:end])
+    candidates = available.get(text)
+    if candidates:
+        # the same block at the same place first: nothing to move
+        chosen = next((block for block in candidates if block.start == start), candidates[0])
+        # a syntax error's message may name a line ("after 'for' statement on line 9"):
+        # a broken block is parsed again where it now stands
+        if chosen.start == start or not chosen.problems:
+            candidates.remove(chosen)
+            chosen.move_to(start)
+            return chosen
+    return _parse_new_block(lines, start, end, text)
 
 
-def _split(
-    body: list[ast.stmt], first: int, last: int, count: int
-) -> tuple[list[ast.stmt], list[ast.stmt], int, int]:
-    """The top-level statements wholly above line `first` and wholly below line `last` (0-based),
-    and the lines between them. Statements that share a line (`a = 1; b = 2`) go together."""
-    groups: list[tuple[int, int, list[ast.stmt]]] = []
-    for statement in body:
-        start = _first_line(statement)
-        end = (statement.end_lineno or statement.lineno) - 1
-        if groups and start <= groups[-1][1]:
-            group_start, group_end, members = groups[-1]
+def _may_be_split_wrongly(blocks: list[ParsedBlock], lines: tuple[str, ...]) -> bool:
+    """A block that does not parse alone but does with the block after it: the scanner's
+    light tokenizer and Python's disagree about where a statement ends (a backslash before a
+    blank line, a string it misread), and the file may well parse whole. Checked where a
+    broken block is checked in every version: the block after it may have changed."""
+    for position, block in enumerate(blocks[:-1]):
+        if not block.problems:
+            continue
+        following = blocks[position + 1]
+        source = "\n" * block.start + "\n".join(lines[block.start : following.end])
+        if _try_parse(source) is not None:
+            return True
+    return False
+
+
+def _parse_new_block(lines: tuple[str, ...], start: int, end: int, text: str) -> ParsedBlock:
+    # leading newlines put every node at its real line number without renumbering
+    tree = _try_parse("\n" * start + text)
+    if tree is not None:
+        return ParsedBlock(text, start, end, tree.body, [])
+    problems: list[SyntaxProblem] = []
+    statements = _parse_block(list(lines), start, end, problems)
+    return ParsedBlock(text, start, end, statements, problems)
+
+
+def _first_version(text: str, path: str, index: LineIndex) -> Version | None:
+    """A fresh parse, cut into the scanner's blocks; None when its statements do not fall
+    into them (then no block may be reused)."""
+    document = Document.parse(text, path)
+    block_scan = scan(index.lines)
+    ranges = block_scan.blocks()
+    statements = document.tree.body
+    blocks: list[ParsedBlock] = []
+    position = 0
+    for start, end in ranges:
+        members: list[ast.stmt] = []
+        while position < len(statements) and _first_line(statements[position]) < end:
+            statement = statements[position]
+            if _first_line(statement) < start or (statement.end_lineno or 0) > end:
+                return None  # a statement across two blocks: the scan does not fit this parse
             members.append(statement)
-            groups[-1] = (group_start, max(group_end, end), members)
-        else:
-            groups.append((start, end, [statement]))
-    before: list[ast.stmt] = []
-    after: list[ast.stmt] = []
-    region_start, region_end = 0, count - 1
-    for start, end, members in groups:
-        if end < first:
-            before.extend(members)
-            region_start = end + 1
-        elif start > last:
-            if not after:
-                region_end = start - 1
-            after.extend(members)
-    return before, after, region_start, region_end
+            position += 1
+        problems = [p for p in document.syntax_problems if start <= p.line < end]
+        block = ParsedBlock("\n".join(index.lines[start:end]), start, end, members, problems)
+        block.alone = not document.parsed_whole
+        blocks.append(block)
+    if position != len(statements) or len([p for b in blocks for p in b.problems]) != len(
+        document.syntax_problems
+    ):
+        return None
+    document._semantics = merge_blocks(document.tree, [block.index for block in blocks])
+    return Version(document, block_scan, blocks)
+
+
+def _version(
+    text: str,
+    path: str,
+    index: LineIndex,
+    block_scan: BlockScan,
+    blocks: list[ParsedBlock],
+    previous: Semantics,
+) -> Version:
+    body = [statement for block in blocks for statement in block.statements]
+    problems = [problem for block in blocks for problem in block.problems]
+    tree = ast.Module(body=body, type_ignores=[])
+    document = Document(text, path, index, tree, problems, not problems)
+    document._semantics = merge_blocks(tree, [block.index for block in blocks], previous)
+    return Version(document, block_scan, blocks)
 
 
 def _first_line(statement: ast.stmt) -> int:

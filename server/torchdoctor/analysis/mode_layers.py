@@ -114,6 +114,7 @@ def _zero_probability(call: ast.Call) -> bool:
 
 def class_mode_layers(sem: Semantics, cls: ast.ClassDef, depth: int = 0) -> list[str]:
     """The mode-dependent layers a model class of the file builds (and its local bases)."""
+    sem = sem.whole
     cache = sem.derived.setdefault("mode_layers:classes", {})
     if id(cls) in cache:
         return cache[id(cls)]
@@ -146,6 +147,7 @@ def class_mode_layers(sem: Semantics, cls: ast.ClassDef, depth: int = 0) -> list
 def _unique_class(sem: Semantics, name: str) -> ast.ClassDef | None:
     if name not in sem.module_classes:
         return None
+    sem = sem.whole
     index = sem.derived.get("mode_layers:class_index")
     if index is None:
         index = sem.derived["mode_layers:class_index"] = {}

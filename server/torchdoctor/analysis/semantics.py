@@ -10,11 +10,12 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 Loop = ast.For | ast.AsyncFor | ast.While
@@ -98,9 +99,86 @@ class Semantics:
     _function_cache: dict[int, Function | None] = field(default_factory=dict)
     _kind_cache: dict[str, ValueKind | None] = field(default_factory=dict)
     _qualname_cache: dict[str, str | None] = field(default_factory=dict)
-    _assigned_values: dict[str, list[ast.expr]] | None = None
+    # the blocks it was merged from, and those a focused view lists
+    _blocks: list[BlockIndex] = field(default_factory=list, repr=False)
+    _focus: list[BlockIndex] | None = field(default=None, repr=False)
+    # the imports and model classes, the same object while they stay equal between versions
+    names_key: object = field(default=None, repr=False)
     # facts derived on demand by shared helpers (training structure, data flow), per version
     derived: dict[str, Any] = field(default_factory=dict)
+    # the semantics of the whole file when this one is focused on some of its blocks
+    _whole: Semantics | None = field(default=None, repr=False)
+
+    @property
+    def blocks(self) -> list[BlockIndex]:
+        """The blocks the file's semantics was merged from, in order (one for a fresh parse)."""
+        return self.whole._blocks
+
+    def per_block(self, name: str, build: Callable[[Semantics, BlockIndex], T]) -> list[T]:
+        """`build(whole, block)` for each block this semantics lists (a focused view: its
+        blocks), kept on the block for the next version while the file's imports and model
+        classes stay the same. For facts that read a block's own nodes and those names only."""
+        whole = self.whole
+        key = whole.names_key
+        found: list[T] = []
+        for block in self._focus if self._focus is not None else whole._blocks:
+            entry = block.cached.get(name)
+            if entry is None or entry[0] is not key:
+                entry = block.cached[name] = (key, build(whole, block))
+            found.append(entry[1])
+        return found
+
+    @property
+    def whole(self) -> Semantics:
+        """The semantics of the whole file. A focused view (see `focused_on`) lists only the
+        nodes of some blocks, for the rules to visit; facts about the file — what a function
+        does, which functions zero gradients, what a name was assigned — come from the whole."""
+        return self if self._whole is None else self._whole
+
+    def focused_on(self, blocks: list[BlockIndex]) -> Semantics:
+        """A view that lists the calls, loops, functions, classes and assignments of `blocks`
+        only, and shares everything else (names, parents, kinds, caches) with this one."""
+        view = Semantics(
+            self.tree,
+            imports=self.imports,
+            parents=self.parents,
+            module_classes=self.module_classes,
+            kinds=self.kinds,
+            bindings_by_scope=self.bindings_by_scope,
+            _loops_cache=self._loops_cache,
+            _dotted_cache=self._dotted_cache,
+            _function_cache=self._function_cache,
+            _kind_cache=self._kind_cache,
+            _qualname_cache=self._qualname_cache,
+            _whole=self,
+            _focus=blocks,
+        )
+        calls_by_attr = view.calls_by_attr
+        calls_by_qualname = view.calls_by_qualname
+        for block in blocks:
+            view.calls.extend(block.calls)
+            view.assigns.extend(block.assigns)
+            view.loops.extend(block.loops)
+            view.functions.extend(block.functions)
+            view.classes.extend(block.classes)
+            for attr, attr_calls in block.calls_by_attr.items():
+                calls_by_attr[attr].extend(attr_calls)
+            for qualname, named_calls in self.qualnames_of(block).items():
+                calls_by_qualname[qualname].extend(named_calls)
+        return view
+
+    def qualnames_of(self, block: BlockIndex) -> dict[str, list[ast.Call]]:
+        """The block's calls by the imported name they call (the whole file's imports)."""
+        found = block.qualnames
+        if found is None or block.qualnames_imports != self.imports:
+            found = {}
+            for call in block.calls:
+                qualname = self.call_qualname(call)
+                if qualname is not None:
+                    found.setdefault(qualname, []).append(call)
+            block.qualnames = found
+            block.qualnames_imports = dict(self.imports)
+        return found
 
     # ---- name resolution -------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
@@ -263,6 +341,10 @@ class Semantics:
         dotted = self.dotted(node)
         if dotted is None:
             return None
+        return self.kind_of_name(dotted)
+
+    def kind_of_name(self, dotted: str) -> ValueKind | None:
+        """What a dotted name holds (see `kind_of`)."""
         # memoised by name: rules ask about every call's callee, and `kinds` is complete once
         # build_semantics returns (nothing changes it afterwards)
         cache = self._kind_cache
@@ -283,18 +365,17 @@ class Semantics:
     def assigned_values(self, dotted: str) -> list[ast.expr]:
         """Every value assigned to a dotted name anywhere in the file (`self.scheduler` → its
         calls), augmented assignments left out. The index is built on the first question."""
-        index = self._assigned_values
-        if index is None:
-            index = self._assigned_values = {}
-            for assign in self.assigns:
-                if isinstance(assign, ast.AugAssign) or assign.value is None:
-                    continue
-                targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
-                for target in targets:
-                    name = self.dotted(target)
-                    if name is not None:
-                        index.setdefault(name, []).append(assign.value)
-        return index.get(dotted, [])
+        if self._whole is not None:
+            return self._whole.assigned_values(dotted)  # a fact about the file
+        found: list[ast.expr] = []
+        # each block's index is built once and kept while the block is (see incremental.py)
+        for block in self._blocks:
+            if block.assigned is None:
+                block.assigned = _assigned_by_name(block.assigns)
+            values = block.assigned.get(dotted)
+            if values:
+                found.extend(values)
+        return found
 
     def is_optimizer(self, node: ast.AST) -> bool:
         return self.kind_of(node) is ValueKind.OPTIMIZER
@@ -315,18 +396,60 @@ def _is_in_loop_body(loop: Loop, child: ast.AST) -> bool:
     return child is not loop.iter and child is not loop.target
 
 
-def build_semantics(tree: ast.Module) -> Semantics:
-    sem = Semantics(tree)
-    parents = sem.parents
-    calls, calls_by_attr, loops = sem.calls, sem.calls_by_attr, sem.loops
-    functions, classes, assigns = sem.functions, sem.classes, sem.assigns
-    bindings = sem.bindings_by_scope
+@dataclass
+class BlockIndex:
+    """What one walk over a run of top-level statements finds: the part of `Semantics` that
+    depends on those statements alone. An editor's next version reuses the index of every
+    block it did not change (see incremental.py)."""
+
+    statements: tuple[ast.stmt, ...]
+    parents: dict[ast.AST, ast.AST]
+    calls: list[ast.Call]
+    calls_by_attr: dict[str, list[ast.Call]]
+    assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign]
+    loops: list[Loop]
+    functions: list[Function]
+    classes: list[ast.ClassDef]
+    # binding statements at module level, and those of each function scope by id
+    module_bindings: list[ast.AST]
+    scope_bindings: dict[int, list[ast.AST]]
+    imports: list[ast.Import | ast.ImportFrom]
+    # the calls by qualname under the imports they were resolved with (see Semantics.qualnames_of)
+    qualnames: dict[str, list[ast.Call]] | None = None
+    qualnames_imports: dict[str, str] | None = None
+    # the values assigned to each dotted name (see Semantics.assigned_values)
+    assigned: dict[str, list[ast.expr]] | None = None
+    # the kinds its assignments and annotations give names (see _record_value_kinds)
+    kinds: BlockKinds | None = None
+    kinds_key: object = None
+    # what the function summaries take from it (see summaries.BlockSummaries)
+    summaries: Any = None
+    # facts kept by Semantics.per_block: name → (the names key they were found under, fact)
+    cached: dict[str, tuple[object, Any]] = field(default_factory=dict)
+
+
+# Stands for the module while a block is indexed without it.
+_MODULE_SCOPE = ast.Module(body=[], type_ignores=[])
+
+
+def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex:
+    statements = tuple(statements)
+    parents: dict[ast.AST, ast.AST] = {}
+    calls: list[ast.Call] = []
+    calls_by_attr: dict[str, list[ast.Call]] = defaultdict(list)
+    assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = []
+    loops: list[Loop] = []
+    functions: list[Function] = []
+    classes: list[ast.ClassDef] = []
+    bindings: dict[int, list[ast.AST]] = defaultdict(list)
     imports: list[ast.Import | ast.ImportFrom] = []
     # One pre-order walk records parents, indexes the nodes rules ask about, and lists the
     # statements that bind names in each scope (what dataflow needs, without walking again).
     # Each entry carries the scope whose local data flow sees the node: the module, a function
     # body, or None inside a class body, a lambda, or a function's header.
-    stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, tree)]
+    stack: list[tuple[ast.AST, ast.AST | None]] = [
+        (statement, _MODULE_SCOPE) for statement in reversed(statements)
+    ]
     pop = stack.pop
     while stack:
         node, scope = pop()
@@ -380,20 +503,87 @@ def build_semantics(tree: ast.Module) -> Semantics:
                 append((value, scope))
         children.reverse()
         stack.extend(children)
+    # The walk visits a function's body before its decorators; source order is what rules expect.
+    for collection in (calls, loops, functions, classes, assigns):
+        collection.sort(key=_start)  # type: ignore[attr-defined]
+    for attr_calls in calls_by_attr.values():
+        attr_calls.sort(key=_start)
+    module_bindings = bindings.pop(id(_MODULE_SCOPE), [])
+    return BlockIndex(
+        statements,
+        parents,
+        calls,
+        dict(calls_by_attr),
+        assigns,
+        loops,
+        functions,
+        classes,
+        module_bindings,
+        dict(bindings),
+        imports,
+    )
+
+
+def build_semantics(tree: ast.Module) -> Semantics:
+    return merge_blocks(tree, [index_block(tree.body)])
+
+
+def merge_blocks(
+    tree: ast.Module, blocks: list[BlockIndex], previous: Semantics | None = None
+) -> Semantics:
+    """The semantics of a module whose body is the blocks' statements, in order. With the
+    semantics of the previous version of the file, its parent links are taken over and
+    changed where blocks came and went (40,000 links on 3,000 lines: building them again costs
+    more than the rest of an edit), which leaves the previous version's links wrong."""
+    sem = Semantics(tree, _blocks=blocks)
+    if previous is not None:
+        parents = sem.parents = previous.parents
+        previous.parents = {}
+        kept = {id(block) for block in blocks}
+        for gone in previous._blocks:
+            if id(gone) not in kept:
+                for node in gone.parents:
+                    parents.pop(node, None)
+                for statement in gone.statements:
+                    parents.pop(statement, None)
+        had = {id(block) for block in previous._blocks}
+        added = [block for block in blocks if id(block) not in had]
+    else:
+        parents = sem.parents
+        added = blocks
+    for block in added:
+        parents.update(block.parents)
+    calls, calls_by_attr, loops = sem.calls, sem.calls_by_attr, sem.loops
+    functions, classes, assigns = sem.functions, sem.classes, sem.assigns
+    bindings = sem.bindings_by_scope
+    module_bindings = bindings[id(tree)]
+    imports: list[ast.Import | ast.ImportFrom] = []
+    for block in blocks:
+        for statement in block.statements:
+            parents[statement] = tree
+        calls.extend(block.calls)
+        for attr, attr_calls in block.calls_by_attr.items():
+            calls_by_attr[attr].extend(attr_calls)
+        loops.extend(block.loops)
+        functions.extend(block.functions)
+        classes.extend(block.classes)
+        assigns.extend(block.assigns)
+        module_bindings.extend(block.module_bindings)
+        bindings.update(block.scope_bindings)
+        imports.extend(block.imports)
     # Recorded last to first: when a name is imported twice, the first import is what it means.
     for import_node in reversed(imports):
         _record_import(sem, import_node)
-    # The walk visits a function's body before its decorators; source order is what rules expect.
-    for collection in (calls, loops, functions, classes, assigns):
-        collection.sort(key=_start)
-    for attr_calls in calls_by_attr.values():
-        attr_calls.sort(key=_start)
-    for call in calls:
-        qualname = sem.call_qualname(call)
-        if qualname is not None:
-            sem.calls_by_qualname[qualname].append(call)
+    by_qualname = sem.calls_by_qualname
+    for block in blocks:
+        for qualname, named_calls in sem.qualnames_of(block).items():
+            by_qualname[qualname].extend(named_calls)
     _find_module_classes(sem)
-    _record_value_kinds(sem)
+    names_key = (tuple(sem.imports.items()), tuple(sem.module_classes))
+    if previous is not None and previous.names_key == names_key:
+        names_key = previous.names_key
+    sem.names_key = names_key
+    _record_value_kinds(sem, blocks)
     return sem
 
 
@@ -521,30 +711,89 @@ def _is_module_base(qualname: str) -> bool:
     return head in ("torch.nn", "torch.nn.modules") and last[:1].isupper()
 
 
-def _record_value_kinds(sem: Semantics) -> None:
-    for assign in sem.assigns:
+# What a block's assignments and annotations say names hold: a kind, or "what this other name
+# holds" (`model = net.to(device)`), resolved in source order across the blocks.
+KindSource = ValueKind | str
+BlockKinds = tuple[list[tuple[tuple[str, ...], KindSource]], list[tuple[str, ValueKind]]]
+
+
+def _assigned_by_name(
+    assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign],
+) -> dict[str, list[ast.expr]]:
+    index: dict[str, list[ast.expr]] = {}
+    for assign in assigns:
         if isinstance(assign, ast.AugAssign) or assign.value is None:
-            continue
-        kind = _kind_of_value(sem, assign.value)
-        if kind is None:
             continue
         targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
         for target in targets:
-            dotted = sem.dotted(target)
-            if dotted is not None:
-                sem.kinds[dotted] = kind
-    for function in sem.functions:
+            name = dotted_name(target)
+            if name is not None:
+                index.setdefault(name, []).append(assign.value)
+    return index
+
+
+def _record_value_kinds(sem: Semantics, blocks: list[BlockIndex] | None = None) -> None:
+    if blocks is None:
+        blocks = [index_block(sem.tree.body)]
+    # the blocks' facts depend on the file's imports and model classes only
+    key = (tuple(sem.imports.items()), tuple(sem.module_classes))
+    kinds = sem.kinds
+    annotated: list[tuple[str, ValueKind]] = []
+    for block in blocks:
+        if block.kinds_key != key or block.kinds is None:
+            block.kinds = _block_kinds(sem, block)
+            block.kinds_key = key
+        assigned, block_annotated = block.kinds
+        for targets, source in assigned:
+            kind = source if isinstance(source, ValueKind) else kinds.get(source)
+            if kind is not None:
+                for dotted in targets:
+                    kinds[dotted] = kind
+        annotated.extend(block_annotated)
+    for name, kind in annotated:
+        kinds.setdefault(name, kind)
+
+
+def _block_kinds(sem: Semantics, block: BlockIndex) -> BlockKinds:
+    assigned: list[tuple[tuple[str, ...], KindSource]] = []
+    for assign in block.assigns:
+        if isinstance(assign, ast.AugAssign) or assign.value is None:
+            continue
+        source = _kind_source(sem, assign.value)
+        if source is None:
+            continue
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        names = tuple(name for target in targets if (name := dotted_name(target)) is not None)
+        if names:
+            assigned.append((names, source))
+    annotated: list[tuple[str, ValueKind]] = []
+    for function in block.functions:
         arguments = function.args
         for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
             if arg.annotation is None:
                 continue
             annotation = sem.qualname(arg.annotation) or sem.dotted(arg.annotation) or ""
             if annotation.endswith("Optimizer"):
-                sem.kinds.setdefault(arg.arg, ValueKind.OPTIMIZER)
+                annotated.append((arg.arg, ValueKind.OPTIMIZER))
             elif annotation.endswith("DataLoader"):
-                sem.kinds.setdefault(arg.arg, ValueKind.LOADER)
+                annotated.append((arg.arg, ValueKind.LOADER))
             elif annotation.endswith("Module") or annotation in sem.module_classes:
-                sem.kinds.setdefault(arg.arg, ValueKind.MODEL)
+                annotated.append((arg.arg, ValueKind.MODEL))
+    return assigned, annotated
+
+
+def _kind_source(sem: Semantics, value: ast.AST) -> KindSource | None:
+    """A kind, the name whose kind the value keeps, or None."""
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    # `model = model.to(device)`, `net = Net().cuda()` keep what the receiver is
+    if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "train", "eval"):
+        receiver = func.value
+        if isinstance(receiver, ast.Call):
+            return _kind_source(sem, receiver)
+        return dotted_name(receiver)
+    return _kind_of_value(sem, value)
 
 
 def _kind_of_value(sem: Semantics, value: ast.AST) -> ValueKind | None:

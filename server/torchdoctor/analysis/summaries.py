@@ -16,7 +16,7 @@ import builtins
 import re
 from dataclasses import dataclass, field
 
-from .semantics import FUNCTION_NODES, Function, Semantics, ValueKind
+from .semantics import FUNCTION_NODES, BlockIndex, Function, Semantics, ValueKind
 
 # `loss`, `total_loss`, `loss_g`, `lossD`: names that strongly imply a loss tensor
 LOSS_NAME = re.compile(r"(^|_)loss|loss($|_|[A-Z0-9])", re.IGNORECASE)
@@ -80,6 +80,13 @@ class FunctionSummary:
     switches_mode: bool = False
     runs_without_grad: bool = False  # decorated with no_grad or a local no-grad decorator
     wraps_in_no_grad: bool = False  # a decorator whose wrapper runs its argument under no_grad
+
+    def copy(self) -> FunctionSummary:
+        """A copy the propagation may change (faster than dataclasses.replace)."""
+        copied = object.__new__(FunctionSummary)
+        copied.__dict__.update(self.__dict__)
+        copied.backward_parameters = set(self.backward_parameters)
+        return copied
 
     @property
     def trains(self) -> bool:
@@ -224,6 +231,7 @@ def returned_names(sem: Semantics, function: Function) -> frozenset[str]:
     """Dotted names a function's `return` statements hand back with their autograd history
     (`return total`, `return total / n`, `return {"loss": total}`). Memoised per function:
     each body is walked once."""
+    sem = sem.whole
     cache: dict[int, frozenset[str]] = sem.derived.setdefault("summaries:returned", {})
     found = cache.get(id(function))
     if found is None:
@@ -267,6 +275,7 @@ def called_name(call: ast.Call) -> str | None:
 
 def summaries_of(sem: Semantics) -> Summaries:
     """The summaries of every function of a document, computed once and shared by all rules."""
+    sem = sem.whole
     found = sem.derived.get("summaries")
     if found is None:
         found = sem.derived["summaries"] = _build(sem)
@@ -289,6 +298,7 @@ class FunctionIndex:
 
 
 def function_index(sem: Semantics) -> FunctionIndex:
+    sem = sem.whole
     found = sem.derived.get("summaries:function-index")
     if found is None:
         plain: dict[str, list[Function]] = {}
@@ -318,37 +328,96 @@ def resolve_call(sem: Semantics, call: ast.Call) -> Function | None:
 SUMMARISED_METHODS = ("backward", "step", "eval", "train", *ZEROING_METHODS, *RESCALING_METHODS)
 
 
+@dataclass
+class BlockSummaries:
+    """What the summaries take from one block of the file (see semantics.BlockIndex): each
+    function's own facts before its callees' are added, and the calls that may run a local
+    function. Kept while the block and the names' kinds and imports stay the same."""
+
+    key: object  # the file's names key (Semantics.names_key) they were found under
+    kinds_read: dict[str, ValueKind | None]  # the kinds of names they depend on
+    own: list[FunctionSummary]  # never changed: each version copies them
+    # (call, is a method call, called name, function holding the call)
+    named_calls: list[tuple[ast.Call, bool, str, Function | None]]
+
+
 def _build(sem: Semantics) -> Summaries:
     functions = _functions_by_name(sem)
     index = function_index(sem)
-    by_function = {id(f): FunctionSummary(f) for f in sem.functions}
-    # only calls that may run a local function are resolved: a name lookup first
-    resolved: dict[int, Function] = {}
     plain, methods = index.plain, index.methods
-    for call in sem.calls:
-        func = call.func
-        kind = type(func)
-        if kind is ast.Name:
-            if func.id not in plain:  # type: ignore[attr-defined]
+    key = sem.names_key
+    by_function: dict[int, FunctionSummary] = {}
+    resolved: dict[int, Function] = {}
+    callers: dict[int, list[tuple[ast.Call, Function]]] = {}
+    for block in sem.blocks:
+        parts = block.summaries
+        if (
+            parts is None
+            or parts.key is not key
+            or any(sem.kind_of_name(name) is not kind for name, kind in parts.kinds_read.items())
+        ):
+            parts = block.summaries = _block_summaries(sem, block, key)
+        for own in parts.own:
+            by_function[id(own.function)] = own.copy()
+        # only calls that may run a local function are resolved: a name lookup first
+        for call, is_method, name, owner in parts.named_calls:
+            candidates = (methods if is_method else plain).get(name)
+            if candidates is None or len(candidates) != 1:
                 continue
-        elif kind is not ast.Attribute or func.attr not in methods:  # type: ignore[attr-defined]
-            continue
-        target = resolve_call(sem, call)
-        if target is not None:
+            target = candidates[0]
             resolved[id(call)] = target
+            if owner is not None and target is not owner:
+                callers.setdefault(id(target), []).append((call, owner))
     summaries = Summaries(sem, by_function, functions, resolved)
-    own: dict[int, list[ast.Call]] = {}
-    for name, calls in sem.calls_by_attr.items():
+    _mark_no_grad_decorators(sem, summaries)
+    _propagate(sem, summaries, callers)
+    return summaries
+
+
+def _block_summaries(sem: Semantics, block: BlockIndex, key: object) -> BlockSummaries:
+    # the kinds the block's summaries read are recorded: a later version reuses them while
+    # those names keep their kinds (a rename elsewhere in the file changes other names')
+    kinds_read: dict[str, ValueKind | None] = {}
+    plain_kind_of = sem.kind_of
+
+    def recording_kind_of(node: ast.AST) -> ValueKind | None:
+        dotted = sem.dotted(node)
+        if dotted is None:
+            return None
+        kind = kinds_read[dotted] = sem.kind_of_name(dotted)
+        return kind
+
+    sem.kind_of = recording_kind_of  # type: ignore[method-assign]
+    try:
+        return _summaries_of_block(sem, block, key, kinds_read)
+    finally:
+        sem.kind_of = plain_kind_of  # type: ignore[method-assign]
+
+
+def _summaries_of_block(
+    sem: Semantics, block: BlockIndex, key: object, kinds_read: dict[str, ValueKind | None]
+) -> BlockSummaries:
+    own_calls: dict[int, list[ast.Call]] = {}
+    for name, calls in block.calls_by_attr.items():
         if name in SUMMARISED_METHODS or "zero_grad" in name:
             for call in calls:
                 owner = sem.enclosing_function(call)
                 if owner is not None:
-                    own.setdefault(id(owner), []).append(call)
-    for function in sem.functions:
-        _summarise_own_calls(sem, by_function[id(function)], own.get(id(function)))
-    _mark_no_grad_decorators(sem, summaries)
-    _propagate(sem, summaries)
-    return summaries
+                    own_calls.setdefault(id(owner), []).append(call)
+    own = []
+    for function in block.functions:
+        summary = FunctionSummary(function)
+        _summarise_own_calls(sem, summary, own_calls.get(id(function)))
+        own.append(summary)
+    named: list[tuple[ast.Call, bool, str, Function | None]] = []
+    for call in block.calls:
+        func = call.func
+        kind = type(func)
+        if kind is ast.Name:
+            named.append((call, False, func.id, sem.enclosing_function(call)))  # type: ignore[attr-defined]
+        elif kind is ast.Attribute and type(func.value) is ast.Name:  # type: ignore[attr-defined]
+            named.append((call, True, func.attr, sem.enclosing_function(call)))  # type: ignore[attr-defined]
+    return BlockSummaries(key, kinds_read, own, named)
 
 
 def _summarise_own_calls(sem: Semantics, summary: FunctionSummary, calls: list[ast.Call] | None):  # type: ignore[no-untyped-def]
@@ -499,17 +568,12 @@ def _calls_name(node: ast.AST, name: str) -> bool:
     )
 
 
-def _propagate(sem: Semantics, summaries: Summaries) -> None:
-    """What a function's local callees do, it does: a worklist over the call edges, each
-    function revisited only when a callee's summary grew (the facts only ever grow)."""
-    callers: dict[int, list[tuple[ast.Call, Function]]] = {}
-    for call in sem.calls:
-        target = summaries.resolved.get(id(call))
-        if target is None:
-            continue
-        function = sem.enclosing_function(call)
-        if function is not None and target is not function:
-            callers.setdefault(id(target), []).append((call, function))
+def _propagate(
+    sem: Semantics, summaries: Summaries, callers: dict[int, list[tuple[ast.Call, Function]]]
+) -> None:
+    """What a function's local callees do, it does: a worklist over the call edges (callee →
+    its calls and their functions), each function revisited only when a callee's summary grew
+    (the facts only ever grow)."""
     pending = list(sem.functions)
     while pending:
         callee = pending.pop()

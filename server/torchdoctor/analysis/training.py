@@ -10,6 +10,7 @@ from functools import cached_property
 from .semantics import (
     FUNCTION_NODES,
     LOOP_NODES,
+    BlockIndex,
     Function,
     Loop,
     Semantics,
@@ -72,27 +73,19 @@ class TrainingStructure:
 
     @cached_property
     def zeroing_nodes(self) -> list[ast.AST]:
-        sem = self.sem
-        nodes: list[ast.AST] = []
-        for attr, calls in sem.calls_by_attr.items():
-            if "zero_grad" in attr:
-                nodes.extend(call for call in calls if is_zeroing(sem, call))
-            elif attr in ZEROING_ATTRS:
-                nodes.extend(
-                    call for call in calls if is_zeroing(sem, call) and is_zeroing_scale(call)
-                )
-        for call in sem.calls:
-            if isinstance(call.func, ast.Name) and "zero_grad" in call.func.id:
-                nodes.append(call)
-        for assign in sem.assigns:
-            if not isinstance(assign, ast.AugAssign) and is_zeroing(sem, assign):
-                nodes.append(assign)
-        return sorted(nodes, key=position)
+        # found block by block and kept on each block (see Semantics.per_block)
+        return [
+            node
+            for found in self.sem.per_block("training:zeroing", _zeroing_in_block)
+            for node in found
+        ]
 
     @cached_property
     def zeroing_functions(self) -> set[str]:
         """Local functions (by name) that zero gradients, directly or through another one:
-        calling one (`reset_grads(model)`) counts as zeroing."""
+        calling one (`reset_grads(model)`) counts as zeroing. A fact of the whole file."""
+        if self.sem.whole is not self.sem:
+            return training_of(self.sem.whole).zeroing_functions
         names: set[str] = set()
         for node in self.zeroing_nodes:
             function = self.sem.enclosing_function(node)
@@ -315,12 +308,30 @@ def _branch_of(node: ast.AST, child: ast.AST | None) -> str:
     return "test"
 
 
+def _zeroing_in_block(sem: Semantics, block: BlockIndex) -> list[ast.AST]:
+    """The statements and calls of a block that zero gradients, in source order."""
+    nodes: list[ast.AST] = []
+    for attr, calls in block.calls_by_attr.items():
+        if "zero_grad" in attr:
+            nodes.extend(call for call in calls if is_zeroing(sem, call))
+        elif attr in ZEROING_ATTRS:
+            nodes.extend(call for call in calls if is_zeroing(sem, call) and is_zeroing_scale(call))
+    for call in block.calls:
+        if isinstance(call.func, ast.Name) and "zero_grad" in call.func.id:
+            nodes.append(call)
+    for assign in block.assigns:
+        if not isinstance(assign, ast.AugAssign) and is_zeroing(sem, assign):
+            nodes.append(assign)
+    return sorted(nodes, key=position)
+
+
 def function_scope(sem: Semantics, node: ast.AST) -> Function | ast.Module:
     return sem.enclosing_function(node) or sem.tree
 
 
 def training_of(sem: Semantics) -> TrainingStructure:
-    """The training structure of a document, computed once and shared by every rule."""
+    """The training structure of a document, computed once and shared by every rule; for a
+    focused view (see `Semantics.focused_on`), of the loops in its blocks."""
     structure = sem.derived.get("training")
     if structure is None:
         structure = sem.derived["training"] = TrainingStructure(sem)

@@ -11,8 +11,9 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from . import code_actions, probe_bridge
+from . import code_actions, probe_bridge, probe_build, probe_distributed, probe_sweep
 from .documents import uri_to_path
+from .notebooks import notebook_probe_source
 from .probe_results import ProbeSnapshot
 from .protocol import EXECUTE_COMMAND_PARAMS
 from .request_cancellation import on_client_cancel
@@ -46,12 +47,16 @@ def register_commands(server: TorchDoctorServer) -> None:
     async def probe_command(ls: TorchDoctorServer, *arguments: Any) -> Any:
         try:
             uri, class_name, input_spec = probe_bridge.parse_probe_arguments(arguments)
+            build = probe_build.build_options(arguments)
+            sweep = probe_sweep.sweep_options(arguments)
         except ValueError as error:
             raise JsonRpcInvalidParams(str(error)) from error
         command = EXECUTE_COMMAND_PARAMS.get()
         token = command.work_done_token if command is not None else None
         document = ls.documents.get(uri)
         text = document.text if document is not None else None
+        # a class in a notebook: its cells' definitions only, never their training statements
+        notebook = notebook_probe_source(ls.notebooks, uri, class_name)
         cancel = asyncio.Event()
         on_client_cancel(ls.protocol, cancel)  # $/cancelRequest
         progress = _ProgressReporter(ls, token)
@@ -60,13 +65,15 @@ def register_commands(server: TorchDoctorServer) -> None:
             path=document.path if document is not None else uri_to_path(uri),
             class_name=class_name,
             input_spec=input_spec,
-            source=text,
+            source=notebook.source if notebook is not None else text,
             interpreter=ls.settings.interpreter,
             probe=ls.settings.probe,
             work_done_token=token,
             report_progress=progress.report,
             cancel=cancel,
             workspace_folders=_workspace_folder_paths(ls),
+            build=build,
+            sweep=sweep,
         )
         outcome: probe_bridge.ProbeOutcome | None = None
         try:
@@ -75,12 +82,16 @@ def register_commands(server: TorchDoctorServer) -> None:
         finally:
             progress.end(outcome is not None, cancel.is_set())
         assert outcome is not None  # run() raises when there is no report
+        if notebook is not None:
+            outcome.report_json.setdefault("warnings", []).insert(0, notebook.note)
         if text is not None and ls.documents.get(uri) is not None:
             snapshot = ProbeSnapshot.of(uri, class_name, outcome.user_path, text, outcome.report)
             ls.probes.results.put(snapshot)
             ls.probes.generation += 1
             await _show_probe_results(ls, uri)
         return outcome.report_json
+
+    probe_distributed.register_distributed_probe(server)
 
 
 def _workspace_folder_paths(ls: TorchDoctorServer) -> tuple[str, ...]:

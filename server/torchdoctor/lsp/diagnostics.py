@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from lsprotocol import types
 
-from ..analysis import REGISTRY, Config, Document, Finding, Severity, analyse
+from ..analysis import Config, Document, Finding, Severity, analyse
+from ..analysis.incremental import IncrementalAnalyser
+from ..analysis.rule_runner import InternalError, collecting_internal_errors
 from ..docs import doc_url
 from .outline import Outline
 from .positions import PositionMapper
@@ -56,11 +57,14 @@ class AnalysisResult:
     diagnostics: list[types.Diagnostic]
     encoding: str
     seconds: float = 0.0
-    failed_rules: tuple[str, ...] = ()
+    # the rules that crashed on this version (a bug in torchdoctor); the others' findings are here
+    internal_errors: tuple[InternalError, ...] = ()
     # imports and nn.Module classes, computed on first hover or CodeLens for this version
     outline: Outline | None = field(default=None, repr=False)
     # set when the result is accepted as current; pull clients send it back to ask "changed?"
     result_id: str = ""
+    # the diagnostics as JSON, when kept from the version before (see DiagnosticCache)
+    diagnostics_json: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def mapper(self) -> PositionMapper:
@@ -77,13 +81,22 @@ def analyse_version(
     config: Config,
     encoding: str,
     locale: str,
-    parse: Callable[[str, str], Document] = Document.parse,
+    analyser: IncrementalAnalyser | None = None,
+    converted: DiagnosticCache | None = None,
 ) -> AnalysisResult:
     started = time.perf_counter()
-    document = parse(text, path)
-    findings, failed = run_rules(document, config)
+    if analyser is None:
+        document = Document.parse(text, path)
+        findings, failed = run_rules(document, config)
+    else:
+        document, findings, failed = analyse_incrementally(analyser, text, path, config)
     mapper = PositionMapper(document.index.lines, encoding)
-    diagnostics = [to_diagnostic(finding, mapper, locale) for finding in findings]
+    diagnostics_json: list[dict[str, Any]] | None = None
+    if converted is None:
+        diagnostics = [to_diagnostic(finding, mapper, locale) for finding in findings]
+    else:
+        diagnostics = converted.diagnostics(findings, mapper, locale)
+        diagnostics_json = converted.last_json
     return AnalysisResult(
         uri,
         version,
@@ -94,31 +107,91 @@ def analyse_version(
         encoding,
         time.perf_counter() - started,
         tuple(failed),
+        diagnostics_json=diagnostics_json,
     )
 
 
-def run_rules(document: Document, config: Config) -> tuple[list[Finding], list[str]]:
-    """All findings; when a rule crashes on some half-typed code, the other rules still report.
-
-    The engine runs every rule in one call, so a crash is isolated by re-running rule by rule.
-    The always-on rules (TD000) run in every one of those calls: each run keeps only the
-    findings of its own rule, so a syntax error is shown once.
-    """
-    try:
-        return analyse(document, config), []
-    except Exception:
-        log.exception("the analysis of %s failed; running the rules one by one", document.path)
-    findings: list[Finding] = []
-    failed: list[str] = []
-    for code in sorted(config.enabled_codes(document.path) | REGISTRY.always_on):
+def analyse_incrementally(
+    analyser: IncrementalAnalyser, text: str, path: str, config: Config
+) -> tuple[Document, list[Finding], list[InternalError]]:
+    """`run_rules` of the version, redoing only what the edit changed (analysis/scoped.py)."""
+    with collecting_internal_errors() as crashes:
         try:
-            alone = analyse(document, replace(config, select=(code,), extend_select=()))
-            findings.extend(finding for finding in alone if finding.code == code)
-        except Exception:
-            log.exception("rule %s failed on %s", code, document.path)
-            failed.append(code)
-    findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.code))
-    return findings, failed
+            document, findings = analyser.analyse(text, config, path)
+        except Exception as error:  # a bug outside the rules: no findings, and say so
+            log.exception("the analysis of %s failed", path)
+            analyser.forget()
+            return (
+                Document.parse(text, path),
+                [],
+                [*crashes, InternalError.of("analysis", path, error)],
+            )
+    if crashes:
+        analyser.forget()  # the findings kept for the next version lack the crashed rules'
+    return document, findings, list(crashes)
+
+
+@dataclass
+class DiagnosticCache:
+    """The diagnostics of one document's last version, by finding: an edit leaves most findings
+    as they were (the same objects, see analysis/scoped.py), and converting and serialising
+    hundreds of them again would cost more than finding them."""
+
+    _by_finding: dict[int, CachedDiagnostic] = field(default_factory=dict)
+    # the JSON of the last list made: what publishing sends
+    last_json: list[dict[str, Any]] = field(default_factory=list)
+
+    def diagnostics(
+        self, findings: list[Finding], mapper: PositionMapper, locale: str
+    ) -> list[types.Diagnostic]:
+        previous = self._by_finding
+        current: dict[int, CachedDiagnostic] = {}
+        key = f"{locale}/{mapper.encoding}"
+        out: list[types.Diagnostic] = []
+        as_json: list[dict[str, Any]] = []
+        for finding in findings:
+            entry = previous.get(id(finding))
+            if entry is None or entry.finding is not finding or entry.key != key:
+                diagnostic = to_diagnostic(finding, mapper, locale)
+                entry = CachedDiagnostic(finding, key, diagnostic, _unstructure(diagnostic))
+            current[id(finding)] = entry
+            out.append(entry.diagnostic)
+            as_json.append(entry.json)
+        self._by_finding = current
+        self.last_json = as_json
+        return out
+
+
+@dataclass(frozen=True)
+class CachedDiagnostic:
+    finding: Finding  # kept alive: the cache is keyed by its id
+    key: str
+    diagnostic: types.Diagnostic
+    json: dict[str, Any]
+
+
+@lru_cache(maxsize=1)
+def _converter() -> Any:
+    from pygls.protocol import default_converter
+
+    return default_converter()
+
+
+def _unstructure(diagnostic: types.Diagnostic) -> dict[str, Any]:
+    return _converter().unstructure(diagnostic, unstructure_as=types.Diagnostic)  # type: ignore[no-any-return]
+
+
+def run_rules(document: Document, config: Config) -> tuple[list[Finding], list[InternalError]]:
+    """All findings, and the rules that crashed on this document: the engine runs each rule
+    isolated (analysis/rule_runner.py), so a crash costs that rule's findings only and is never
+    a reason to run the analysis again."""
+    with collecting_internal_errors() as crashes:
+        try:
+            findings = analyse(document, config)
+        except Exception as error:  # a bug outside the rules: no findings, and say so
+            log.exception("the analysis of %s failed", document.path)
+            return [], [*crashes, InternalError.of("analysis", document.path, error)]
+    return findings, list(crashes)
 
 
 def to_diagnostic(finding: Finding, mapper: PositionMapper, locale: str) -> types.Diagnostic:

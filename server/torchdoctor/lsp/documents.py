@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from ..analysis.incremental import IncrementalAnalyser
+from .diagnostics import DiagnosticCache
 from .positions import client_to_char
 
 LINE_START = re.compile(r"\r\n|\r|\n")
@@ -46,6 +47,8 @@ class OpenDocument:
     analyser: IncrementalAnalyser = field(
         default_factory=IncrementalAnalyser, repr=False, compare=False
     )
+    # the diagnostics of the findings of the last analysis, reused for the findings it keeps
+    converted: DiagnosticCache = field(default_factory=DiagnosticCache, repr=False, compare=False)
     # the user has been told that this document is too large to analyse; told again only after
     # it has been small enough once (or is closed and opened again)
     told_too_large: bool = field(default=False, repr=False, compare=False)

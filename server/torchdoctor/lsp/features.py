@@ -24,6 +24,7 @@ from .hover import (
     probe_modules_markdown,
 )
 from .inlay_hints import inlay_hints
+from .local_shape_features import local_hover_markdown, with_local_shapes
 from .probe_results import LineAnchors
 from .server import TorchDoctorServer
 from .settings import SECTION, parse_settings
@@ -143,7 +144,9 @@ def register_features(server: TorchDoctorServer) -> None:
         outline = await ls.outline_of(result)
         target = api_at(result.document, outline.imports, line, col)
         if target is None:
-            return _hover(ls, probed, _line_range(result, line)) if probed else None
+            local = local_hover_markdown(ls.probes.results, result, line, col)
+            text = _joined(local, probed)
+            return _hover(ls, text, _line_range(result, line)) if text else None
         doc = None
         if target.describe and ls.settings.hover_signatures:
             doc = ls.jedi.cached(target.describe) or await ls.jedi.describe(
@@ -226,12 +229,15 @@ def register_features(server: TorchDoctorServer) -> None:
         if not (ls.settings.enable and ls.settings.inlay_hints):
             return None
         snapshot = ls.probes.results.get(params.text_document.uri)
-        if snapshot is None:
+        if snapshot is None and not ls.probes.results.all():
             return None
         result = await ls.scheduler.current(params.text_document.uri)
         if result is None:
             return None
-        return inlay_hints(snapshot, result, params.range, ls.locale)
+        hints = inlay_hints(snapshot, result, params.range, ls.locale) if snapshot else []
+        return with_local_shapes(
+            hints, ls.probes.results, result, params.range, ls.settings.shape_hints, ls.locale
+        )
 
     # ---- cancelling the probe from the progress notification ---------------------------------
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)

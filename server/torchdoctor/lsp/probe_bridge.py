@@ -25,6 +25,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 
+from ..probe.build_options import BuildOptions
 from ..probe.client import (
     ProbeArgumentError,
     ProbeLimits,
@@ -33,6 +34,7 @@ from ..probe.client import (
     resolve_interpreter,
 )
 from ..probe.schema import ErrorEvent, ProbeEvent, ProbeReport, ProgressEvent, SchemaError
+from ..probe.sweep_options import SweepOptions
 from .probe_source import ProbeSource, probe_source
 from .settings import ProbeSettings
 
@@ -66,6 +68,10 @@ class ProbeRequest:
     cancel: asyncio.Event
     # the workspace folders' paths: a file outside them is probed only when open in the editor
     workspace_folders: tuple[str, ...] = ()
+    # constructor arguments, factory, dtype, autocast, memory format (see probe_build.py)
+    build: BuildOptions = BuildOptions()
+    # the batch-size sweep, when the report view asked for it (see probe_sweep.py)
+    sweep: SweepOptions = SweepOptions()
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,8 @@ class ProbeRunner:
                     iters=request.probe.iters,
                     cwd=_existing_folder(request.path),
                     origin=source.origin,
+                    build=request.build,
+                    sweep=request.sweep,
                 )
                 final = await self._pool.probe(
                     python,

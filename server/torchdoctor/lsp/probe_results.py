@@ -88,10 +88,15 @@ class ProbeResults:
     _by_uri: dict[str, ProbeSnapshot] = field(default_factory=dict)
 
     def put(self, snapshot: ProbeSnapshot) -> None:
+        self._by_uri.pop(snapshot.uri, None)  # re-inserted last: `all()` lists newest first
         self._by_uri[snapshot.uri] = snapshot
 
     def get(self, uri: str) -> ProbeSnapshot | None:
         return self._by_uri.get(uri)
+
+    def all(self) -> list[ProbeSnapshot]:
+        """Every document's last probe, newest first (a forward runs through other files too)."""
+        return list(reversed(self._by_uri.values()))
 
     def forget(self, uri: str) -> None:
         self._by_uri.pop(uri, None)

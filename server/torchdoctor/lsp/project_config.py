@@ -8,38 +8,41 @@ cached per folder and re-read when a pyproject.toml on the way up appears, chang
 from __future__ import annotations
 
 import os
-import sys
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..analysis import Config
-from ..analysis.config import config_from_mapping, find_pyproject
+from ..analysis import Config, ConfigError
+from ..analysis.config import load_config, with_overrides
 from .settings import Settings
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 Fingerprint = tuple[tuple[str, int], ...]
 
 
+@dataclass(frozen=True)
+class ProjectConfig:
+    """A file's configuration; `error`: the pyproject.toml could not be read at all (its
+    syntax), so the defaults apply and the editor must say so, at the line."""
+
+    config: Config
+    error: ConfigError | None = None
+
+
 class ProjectConfigs:
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[Fingerprint, Config]] = {}
+        self._cache: dict[str, tuple[Fingerprint, ProjectConfig]] = {}
 
-    def for_file(self, path: str | None, fallback_folder: str | None) -> Config:
-        """The file's `[tool.torchdoctor]` config (problems in `Config.warnings`)."""
+    def for_file(self, path: str | None, fallback_folder: str | None) -> ProjectConfig:
+        """The file's `[tool.torchdoctor]` config (bad entries in `Config.warnings`)."""
         folder = os.path.dirname(os.path.abspath(path)) if path else fallback_folder
         if folder is None:
-            return Config()
+            return ProjectConfig(Config())
         fingerprint = _fingerprint(folder)
         cached = self._cache.get(folder)
         if cached is not None and cached[0] == fingerprint:
             return cached[1]
-        config = _load(Path(folder))
-        self._cache[folder] = (fingerprint, config)
-        return config
+        loaded = _load(Path(folder))
+        self._cache[folder] = (fingerprint, loaded)
+        return loaded
 
     def clear(self) -> None:
         self._cache.clear()
@@ -61,31 +64,16 @@ def _fingerprint(folder: str) -> Fingerprint:
         current = parent
 
 
-def _load(folder: Path) -> Config:
-    pyproject = find_pyproject(folder)
-    if pyproject is None:
-        return Config()
+def _load(folder: Path) -> ProjectConfig:
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        return Config(warnings=(f"{pyproject}: not read ({error}); using the defaults",))
-    table = data.get("tool", {}).get("torchdoctor", {})
-    if not isinstance(table, dict):
-        return Config(warnings=(f"{pyproject}: [tool.torchdoctor] is not a table",))
-    # strict=False: in the editor a bad entry is skipped and reported, the rest still applies
-    return config_from_mapping(table, source=str(pyproject), root=pyproject.parent, strict=False)
+        # strict=False: in the editor a bad entry is skipped and reported, the rest applies
+        return ProjectConfig(load_config(folder, strict=False))
+    except ConfigError as error:
+        return ProjectConfig(Config(warnings=(f"{error}; using the defaults",)), error)
 
 
 def effective_config(project: Config, settings: Settings) -> Config:
-    """The project's config with the editor's settings on top, as the CLI's flags do it: `select`
-    replaces, `ignore` adds; a severity the editor sets for a code wins over the file's."""
-    changes: dict[str, object] = {}
-    if settings.select:
-        changes["select"] = settings.select
-    if settings.ignore:
-        changes["ignore"] = project.ignore + settings.ignore
-    if settings.severity:
-        merged = dict(project.severity)
-        merged.update(dict(settings.severity))
-        changes["severity"] = tuple(sorted(merged.items(), key=lambda pair: -len(pair[0])))
-    return replace(project, **changes) if changes else project
+    """The project's config with the editor's settings on top, as the CLI's flags do it."""
+    return with_overrides(
+        project, select=settings.select, ignore=settings.ignore, severity=settings.severity
+    )

@@ -12,7 +12,7 @@ from lsprotocol import types
 
 from ..analysis import REGISTRY, Config, Severity
 from ..analysis.findings import Span
-from ..analysis.rules.distributed import DDP_CLASSES
+from ..analysis.parallel_wrappers import DDP_CLASSES
 from .diagnostics import SEVERITIES, AnalysisResult, rule_page_url
 from .probe_results import LineAnchors, ProbeSnapshot
 

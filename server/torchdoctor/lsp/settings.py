@@ -17,6 +17,7 @@ from ..analysis import REGISTRY, Severity
 SECTION = "torchdoctor"
 LOCALES = ("auto", "en", "zh-CN")
 DEVICES = ("auto", "cpu", "cuda")
+SHAPE_HINT_SCOPES = ("everyLine", "submodules")
 MAX_DOCUMENT_SIZE = 2 * 1024 * 1024  # bytes of UTF-8; parsing 2 MiB of Python takes about a second
 
 
@@ -41,6 +42,8 @@ class Settings:
     interpreter: str = ""
     code_lens: bool = True
     inlay_hints: bool = True
+    # shapes from the probe: on every line that bound a tensor, or on submodule calls only
+    shape_hints: str = "everyLine"
     # jedi needs seconds of CPU to load torch's stubs; on a slow machine users may turn it off
     hover_signatures: bool = True
     # documents past this many bytes are not analysed (0: no limit)
@@ -66,6 +69,8 @@ KEYS = {
     "code_lens": "code_lens",
     "inlayHints": "inlay_hints",
     "inlay_hints": "inlay_hints",
+    "shapeHints": "shape_hints",
+    "shape_hints": "shape_hints",
     "hoverSignatures": "hover_signatures",
     "hover_signatures": "hover_signatures",
     "maxDocumentSize": "max_document_size",
@@ -198,6 +203,12 @@ def _interpreter(value: Any) -> str:
     return path
 
 
+def _shape_hints(value: Any) -> str:
+    if value in SHAPE_HINT_SCOPES:
+        return str(value)
+    raise SettingError(f"expected everyLine or submodules, not {_describe(value)}")
+
+
 def _byte_count(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
@@ -213,6 +224,7 @@ _PARSERS = {
     "interpreter": _interpreter,
     "code_lens": _boolean,
     "inlay_hints": _boolean,
+    "shape_hints": _shape_hints,
     "hover_signatures": _boolean,
     "max_document_size": _byte_count,
 }

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .build_options import BuildOptionError, BuildOptions
 from .cgroup import RunnerCgroup
 from .process_tree import ProcessTree, group_alive
 from .schema import (
@@ -44,11 +45,14 @@ from .schema import (
     SchemaError,
     parse_event,
 )
+from .sweep_options import SweepOptionError, SweepOptions
 
 RUNNER_PATH = Path(__file__).with_name("runner.py")
 DEVICES = ("auto", "cpu", "cuda")
 _TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-_INPUT_CHARACTERS = re.compile(r"[\w\s(),:;\[\]]*")
+# The input grammar's characters (input_spec.py); the runner is started without a shell, and
+# `$`, backquotes, `&`, `|`, `<`, `>` are refused all the same.
+_INPUT_CHARACTERS = re.compile(r"[\w\s(),:;\[\]{}=.+\-'\"]*")
 _FAULTHANDLER_FRAME = re.compile(r'File "(?P<file>.+)", line (?P<line>\d+) in (?P<function>\S+)')
 # Variables that make a Python import from elsewhere or read and write text differently. The
 # server's own start sets several (its bundled libraries on PYTHONPATH, UTF-8 mode): the
@@ -94,6 +98,10 @@ class ProbeOptions:
     origin: str | None = None
     """The user's file when `file` is a copy of its unsaved text (sibling and relative
     imports then resolve from the user's folder and package)."""
+    build: BuildOptions = BuildOptions()
+    """Constructor arguments, factory, dtype, autocast, memory format."""
+    sweep: SweepOptions = SweepOptions()
+    """The batch-size sweep (--batch-sweep, --max-memory)."""
 
     def validated(self) -> ProbeOptions:
         """A copy with an absolute file path; ProbeArgumentError when anything is off."""
@@ -124,7 +132,15 @@ class ProbeOptions:
         if self.cwd is not None and not os.path.isdir(self.cwd):
             raise ProbeArgumentError(f"cwd is not a directory: {self.cwd}")
         origin = os.path.abspath(self.origin) if self.origin is not None else None
-        return replace(self, file=path, origin=origin)
+        try:
+            build = self.build.validated()
+        except BuildOptionError as exc:
+            raise ProbeArgumentError(str(exc)) from None
+        try:
+            sweep = self.sweep.validated()
+        except SweepOptionError as exc:
+            raise ProbeArgumentError(str(exc)) from None
+        return replace(self, file=path, origin=origin, build=build, sweep=sweep)
 
     def runner_arguments(self, memory_limit_bytes: int | None = None) -> list[str]:
         arguments = [
@@ -147,7 +163,7 @@ class ProbeOptions:
             arguments += ["--origin", self.origin]
         if memory_limit_bytes:
             arguments += ["--memory-limit", str(memory_limit_bytes)]
-        return arguments
+        return arguments + self.build.runner_arguments() + self.sweep.runner_arguments()
 
     def worker_request(
         self, request_id: str, memory_limit_bytes: int | None = None
@@ -169,6 +185,8 @@ class ProbeOptions:
             request["origin"] = self.origin
         if memory_limit_bytes:
             request["memory_limit_bytes"] = memory_limit_bytes
+        request.update(self.build.request_fields())
+        request.update(self.sweep.request_fields())
         return request
 
 

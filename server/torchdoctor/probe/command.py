@@ -22,9 +22,12 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from . import client
+from . import client, distributed_cli, shapes_cli, units
+from .build_arguments import add_build_arguments, build_options_from_arguments
+from .build_summary import build_rows, input_text
 from .client import DEVICES, ProbeArgumentError, ProbeLimits, ProbeOptions
 from .schema import ErrorEvent, FinalEvent, ProbeEvent, ProbeReport, ProgressEvent, ResultEvent
+from .termination import StoppedBySignal, cancelled_by_signals
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 MODULE_ROWS = 40
@@ -45,9 +48,12 @@ def add_probe_parser(subparsers: Any) -> None:
         "target", metavar="FILE::CLASS", help="the model, e.g. examples/models.py::SmallCNN"
     )
     parser.add_argument(
-        "--input", dest="input_spec", metavar="SHAPES",
-        help='example input: "(8, 3, 224, 224)", "(8, 128):int64", or "[(8, 16), (8, 16):bool]"',
+        "--input", dest="input_spec", metavar="SPEC",
+        help='example input: "(8, 3, 224, 224)", "(8, 128):int64[0,50257)", '
+        '"(8, 16); (8, 16):bool", "input_ids=(4, 128):int64, attention_mask=(4, 128):bool", '
+        "tuples, lists and dicts of these; dtypes by torch name or bf16, fp16, half, long",
     )
+    add_build_arguments(parser)
     parser.add_argument("--device", choices=DEVICES, default="auto", help="default: auto")
     parser.add_argument(
         "--iters", type=int, default=10, help="timed iterations per measurement (default: 10)"
@@ -68,6 +74,8 @@ def add_probe_parser(subparsers: Any) -> None:
         "--memory-limit", type=int, metavar="MIB",
         help="cap the probe's address space (CPU only: CUDA reserves far more than it uses)",
     )
+    distributed_cli.add_distributed_arguments(parser)
+    shapes_cli.add_shapes_arguments(parser)
 
 
 def run_probe(args: argparse.Namespace) -> int:
@@ -78,18 +86,28 @@ def run_probe(args: argparse.Namespace) -> int:
             timeout_s=args.timeout,
             memory_limit_bytes=args.memory_limit * 1024 * 1024 if args.memory_limit else None,
         )
-        final = asyncio.run(probe_with_progress(args.python, options, limits, err))
+        final = asyncio.run(
+            cancelled_by_signals(probe_with_progress(args.python, options, limits, err))
+        )
+        final, distributed = distributed_cli.probe_across_ranks(args, options, limits, final, err)
     except ProbeArgumentError as exc:
         err.print(f"[bold red]torchdoctor probe:[/] {escape(str(exc))}")
         return EXIT_ERROR
+    except StoppedBySignal as stopped:  # the runner's process group is gone by now
+        err.print(f"torchdoctor probe: {stopped}; the probe was stopped")
+        return stopped.exit_code
     if args.json:
-        print(json.dumps(event_json(final), indent=2))
+        print(json.dumps(distributed_cli.event_json_with(event_json(final), distributed), indent=2))
     else:
         out = Console()
         if isinstance(final, ResultEvent):
             print_report(out, final.report)
+            shapes_cli.print_shapes_sections(out, final.report, args)
         else:
             print_error(out, final)
+        distributed_cli.print_section(out, distributed)
+    if distributed is not None:
+        return distributed_cli.exit_status(final, distributed)
     if isinstance(final, ErrorEvent):
         return EXIT_ERROR
     return EXIT_FINDINGS if final.report.findings else EXIT_OK
@@ -106,11 +124,13 @@ def options_from_arguments(args: argparse.Namespace) -> ProbeOptions:
     return ProbeOptions(
         file=file,
         target=target,
+        build=build_options_from_arguments(args),
         input_spec=args.input_spec,
         device=args.device,
         iters=args.iters,
         threads=args.threads,
         explain=args.explain,
+        sweep=shapes_cli.sweep_options_from_arguments(args),
     ).validated()
 
 
@@ -177,33 +197,25 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
+# The CLI prints measurements as the editor does (probe/units.py); "-" where none was taken.
 def fmt_bytes(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+    return "-" if value is None else units.size(value)
 
 
 def fmt_count(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.2f} {unit}"
-    return f"{value:.0f}"
+    return "-" if value is None else units.count(value)
+
+
+def fmt_flops(value: float | None) -> str:
+    return "-" if value is None else units.flops(value)
 
 
 def fmt_ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3f} ms" if value < 1 else f"{value:.2f} ms"
+    return "-" if value is None else units.milliseconds(value)
 
 
 def fmt_share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
+    return "-" if value is None else units.percent(value)
 
 
 def where(file: str | None, line: int | None) -> str:
@@ -219,11 +231,12 @@ def where(file: str | None, line: int | None) -> str:
 
 
 def shape_text(shapes: list[list[int]] | None) -> str:
-    """Compact shapes, `8x3x32x32`; tuples of outputs separated by commas."""
+    """Shapes as torch's tuples, `(8, 3, 32, 32)`; past three outputs, the rest as "...", to
+    keep the table's column narrow."""
     if not shapes:
         return "-"
-    text = ", ".join("x".join(map(str, shape)) or "scalar" for shape in shapes[:3])
-    return text + (" ..." if len(shapes) > 3 else "")
+    text = units.shapes(shapes[:3])
+    return text + (", ..." if len(shapes) > 3 else "")
 
 
 def line_in(report: ProbeReport, file: str | None, line: int | None) -> str:
@@ -241,7 +254,9 @@ def summary_table(report: ProbeReport) -> Table:
     table.add_row("torch", f"{report.torch_version} (Python {report.python_version})")
     table.add_row("device", f"{device.kind}: {device.name}, {device.threads} thread(s)")
     source = report.input
-    table.add_row("input", f"{source.spec or '-'}  [dim]{escape(source.detail)}[/]")
+    table.add_row("input", f"{escape(input_text(report))}  [dim]{escape(source.detail)}[/]")
+    for label, text in build_rows(report):
+        table.add_row(label, escape(text))
     params = report.params
     table.add_row(
         "parameters",
@@ -270,10 +285,10 @@ def summary_table(report: ProbeReport) -> Table:
     flops = report.flops
     rate = ""
     if both is not None and flops.forward_backward and both.median_ms > 0:
-        rate = f", {fmt_count(flops.forward_backward / both.median_ms * 1000)}FLOP/s achieved"
+        rate = f", {fmt_flops(flops.forward_backward / both.median_ms * 1000)}/s achieved"
     table.add_row(
         "FLOPs",
-        f"{fmt_count(flops.forward)} forward, {fmt_count(flops.forward_backward)} "
+        f"{fmt_flops(flops.forward)} forward, {fmt_flops(flops.forward_backward)} "
         f"forward+backward{rate}",
     )
     return table
@@ -412,8 +427,16 @@ def print_report(console: Console, report: ProbeReport) -> None:
         console.print(f"[yellow]note:[/] {escape(warning)}")
 
 
+# report sections an error event's `partial` may carry (pass_outcomes.py in the runner)
+PARTIAL_SECTIONS = ("params", "modules", "findings", "flops", "latency", "memory")
+
+
 def print_error(console: Console, error: ErrorEvent) -> None:
     console.print(f"[bold red]probe failed ({error.kind}):[/] {escape(error.message)}")
+    if error.failed_pass:
+        measured = [key for key in (error.partial or {}) if key in PARTIAL_SECTIONS]
+        kept = ", ".join(measured) or "nothing"
+        console.print(f"  in the {error.failed_pass} pass; measured before it: {escape(kept)}")
     if error.file:
         console.print(f"  at {where(error.file, error.line)}")
         source = source_line(error.file, error.line)

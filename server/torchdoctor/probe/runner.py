@@ -1,10 +1,12 @@
 """Probe a PyTorch model inside the user's own interpreter and stream the results as JSON lines.
 
 This file runs under the interpreter that has the user's torch (and CUDA), not under the
-language server. It imports only the standard library and torch, so it keeps working when it
-is copied out of the package and started on its own:
+language server. It imports only the standard library, torch and the standard-library modules
+next to it (COMPANION_MODULES, loaded by path), so it keeps working when it is copied out of
+the package with them and started on its own:
 
     python runner.py --file model.py --target Net [--input "(8, 3, 224, 224)"]
+                     [--init JSON | --factory MOD:FN] [--dtype DTYPE] [--amp] [--channels-last]
                      [--device auto|cuda|cpu] [--iters N] [--threads N] [--explain]
     python runner.py --worker      # serve JSON requests from stdin, one per line
 
@@ -60,7 +62,7 @@ FALLBACK_BATCH = 2
 MAX_TRACEBACK_CHARS = 6000
 TOP_OPS = 15
 # Adam in mixed precision: fp32 master weights (4) + fp32 grads (4) + two fp32 moments (8);
-# the bf16 working copy is usually counted with activations. PROBE-NOTES, last section.
+# the bf16 working copy is usually counted with activations (the usual ZeRO accounting).
 STATE_BYTES_PER_PARAM = 16
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
@@ -87,6 +89,8 @@ class ProbeFailure(Exception):
         self.file = file
         self.line = line
         self.trace = trace
+        # optional event fields: `failed_pass` and `partial` (pass_outcomes.py)
+        self.extra: dict[str, Any] = {}
 
     def to_event(self) -> dict[str, Any]:
         return {
@@ -96,6 +100,7 @@ class ProbeFailure(Exception):
             "file": self.file,
             "line": self.line,
             "traceback": self.trace,
+            **self.extra,
         }
 
 
@@ -157,6 +162,7 @@ STAGE_RANGES: dict[str, tuple[int, int]] = {
     "timing": (44, 78),
     "memory": (78, 82),
     "profile": (82, 94),
+    "sweep": (94, 96),
     "explain": (94, 99),
     "report": (99, 100),
 }
@@ -169,6 +175,11 @@ class Progress:
         self.stage_seconds: dict[str, float] = {}
         self._stage: str | None = None
         self._stage_started = time.perf_counter()
+        self.outcomes: Any = None  # pass_outcomes.PassOutcomes, once the passes begin
+
+    @property
+    def current_stage(self) -> str | None:
+        return self._stage
 
     def stage(self, name: str, message: str, fraction: float = 0.0) -> None:
         if name != self._stage:
@@ -222,6 +233,8 @@ class UserCode:
             os.path.realpath(root) + os.sep for root in roots if root and os.path.isdir(root)
         )
         self._runner = os.path.realpath(__file__)
+        # the runner's companion modules (their frames show up in anomaly tracebacks)
+        self._runner_folder = os.path.dirname(self._runner) + os.sep
         self._by_file: dict[str, bool] = {}
         self._by_code: dict[types.CodeType, bool] = {}
 
@@ -236,7 +249,7 @@ class UserCode:
         if not filename or filename.startswith("<"):
             return False
         real = os.path.realpath(filename)
-        if real == self._runner or not os.path.isfile(real):
+        if real.startswith(self._runner_folder) or not os.path.isfile(real):
             return False
         return not real.startswith(self._roots)
 
@@ -352,6 +365,13 @@ class ProbeRequest:
     # the user's file when `file` is a copy of unsaved text: its folder and package are used
     origin: str | None = None
     memory_limit_bytes: int | None = None  # RLIMIT_AS for the probe's child (CPU only)
+    batch_sweep: str | None = None  # "auto" (doubling) or "1,2,8": run the batch-size sweep
+    max_memory_bytes: int | None = None  # the sweep's memory cap (default: the GPU's memory)
+    init: dict[str, Any] | None = None  # keyword arguments for the model's __init__
+    factory: str | None = None  # `module:function` that returns the model
+    dtype: str | None = None  # convert the model (and floating inputs) to this dtype
+    amp: str | None = None  # "auto", "bfloat16", "float16": forward under torch.autocast
+    channels_last: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProbeRequest:
@@ -386,6 +406,48 @@ class ProbeRequest:
         limit = self.memory_limit_bytes
         if limit is not None and (type(limit) is not int or limit < 1):
             raise ProbeFailure("usage", f"memory_limit_bytes must be a positive integer: {limit!r}")
+        self.validate_sweep()
+        self.validate_construction()
+
+    def validate_sweep(self) -> None:
+        cap = self.max_memory_bytes
+        if cap is not None and (type(cap) is not int or cap < 1):
+            raise ProbeFailure("usage", f"max_memory_bytes must be a positive integer: {cap!r}")
+        if self.batch_sweep is not None:
+            try:
+                companion_module("batch_sweep").parse_sizes(str(self.batch_sweep))
+            except ValueError as exc:
+                raise ProbeFailure("usage", f"batch_sweep: {exc}") from None
+
+    def validate_construction(self) -> None:
+        """--init, --factory, --dtype, --amp, --channels-last (construct.py, precision.py)."""
+        init_args = companion_module("init_args")
+        precision = companion_module("precision")
+        if self.init is not None and not isinstance(self.init, dict):
+            raise ProbeFailure("usage", f"init must be a JSON object: {self.init!r}")
+        if self.factory is not None:
+            try:
+                init_args.parse_factory(self.factory)
+            except init_args.InitArgumentError as exc:
+                raise ProbeFailure("usage", str(exc)) from None
+            if self.init:
+                raise ProbeFailure("usage", "--factory takes no --init: the factory builds it")
+        if self.dtype is not None:
+            try:
+                self.dtype = input_spec.parse_dtype(self.dtype)
+            except ValueError as exc:
+                raise ProbeFailure("usage", str(exc)) from None
+            if self.dtype not in precision.MODEL_DTYPES:
+                raise ProbeFailure(
+                    "usage", f"--dtype must be one of {', '.join(precision.MODEL_DTYPES)}"
+                )
+        if self.amp is not None:
+            amp = self.amp if self.amp == "auto" else input_spec.DTYPE_ALIASES.get(self.amp)
+            if amp not in precision.AMP_DTYPES:
+                raise ProbeFailure("usage", "--amp takes bfloat16, float16 or nothing (auto)")
+            self.amp = amp
+        if not isinstance(self.channels_last, bool):
+            raise ProbeFailure("usage", f"channels_last must be a boolean: {self.channels_last!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -530,6 +592,8 @@ class OriginRecorder:
         self.modules: dict[int, Location] = {}
         self.params: dict[int, Location] = {}
         self._keep_alive: list[Any] = []
+        # buffers, tensor attributes and containers (build_origins.py)
+        self.sites = companion_module("build_origins").BuildOrigins(user.innermost_frame)
 
     def _creation_site(self, obj: Any) -> Location | None:
         frame: types.FrameType | None = sys._getframe(2)
@@ -571,7 +635,8 @@ class OriginRecorder:
         module_cls.__init__ = recording_init  # type: ignore[method-assign]
         module_cls.register_parameter = recording_register  # type: ignore[method-assign]
         try:
-            yield
+            with self.sites.recording(torch):
+                yield
         finally:
             module_cls.__init__ = original_init  # type: ignore[method-assign]
             module_cls.register_parameter = original_register  # type: ignore[method-assign]
@@ -579,43 +644,71 @@ class OriginRecorder:
     def release(self) -> None:
         """Forget the objects that were built but are not part of the model (ids may reuse)."""
         self._keep_alive.clear()
+        self.sites.release()
 
 
 def build_model(
-    target_obj: Any, target: str, path: str, user: UserCode, origins: OriginRecorder
-) -> Any:
+    target_obj: Any,
+    target: str,
+    path: str,
+    user: UserCode,
+    origins: OriginRecorder,
+    init: dict[str, Any] | None = None,
+    factory_spec: str | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """The model and how it was built (the report's `construction`): a `--factory`, the
+    class's `example_model()`, or the class called with `--init`, the `# torchdoctor: init=`
+    comment or nothing, config arguments of known libraries filled in (construct.py)."""
     import torch
 
+    construct = companion_module("construct")
     def_line = definition_line(target_obj, path)
     factory = target_obj
     what = f"building {target}"
-    if isinstance(target_obj, type):
+    given: dict[str, Any] = dict(init or {})
+    method, detail = ("init", "keyword arguments from --init") if init else ("default", "")
+    if factory_spec is not None:
+        module_name, attribute = companion_module("init_args").parse_factory(factory_spec)
+        with user_code_phase("import", f"importing the factory {factory_spec}", user):
+            factory = construct.import_factory(module_name, attribute)
+        method, detail, what = "factory", f"{factory_spec}()", f"{factory_spec}() raised"
+    elif isinstance(target_obj, type):
         if not issubclass(target_obj, torch.nn.Module):
             raise ProbeFailure(
                 "target", f"{target} is a class but not a torch.nn.Module", path, def_line
             )
         hook = getattr(target_obj, "example_model", None)
-        if callable(hook):
+        if callable(hook) and not init:
             factory = hook
-            what = f"{target}.example_model()"
+            method, detail = "example_model", f"{target}.example_model()"
+            what = detail
         else:
             what = f"{target}() raised in __init__"
+            if not init:
+                comment = init_from_comment(path, target_obj.__name__)
+                if comment is not None:
+                    given, line = comment
+                    method, detail = "comment", f"keyword arguments from the comment on line {line}"
     elif not callable(target_obj):
         raise ProbeFailure("target", f"{target} is neither a class nor a function", path, def_line)
 
     torch.manual_seed(0)
     with origins.recording(), user_code_phase("init", what, user, fallback=(path, def_line or 1)):
+        if factory is target_obj and isinstance(target_obj, type):
+            plan = construct.plan_arguments(target_obj, given)
+            refuse_unmet_arguments(plan, target, path, def_line)
+        else:
+            plan = construct.ArgumentPlan(dict(given), {k: repr(v) for k, v in given.items()})
         try:
-            model = factory()
+            model = construct.call_with(factory, plan)
         except TypeError as exc:
             # A TypeError raised by the call itself (no user frame below us) means the
             # constructor needs arguments we cannot invent.
             if user.innermost_in_traceback(exc.__traceback__) is None:
                 raise ProbeFailure(
                     "target",
-                    f"{target}() cannot be called without arguments ({exc}); add a "
-                    f"`@classmethod example_model(cls)` to the class or probe a zero-argument "
-                    f"function that returns the model",
+                    f"{target}() cannot be called with the arguments it was given ({exc}); "
+                    + HOW_TO_PASS_ARGUMENTS,
                     path,
                     def_line,
                 ) from None
@@ -625,57 +718,95 @@ def build_model(
             "target", f"{target}() returned {type(model).__name__}, not an nn.Module", path,
             def_line,
         )
-    return model
+    if not detail and plan.shown:
+        detail = "defaults, with library configs built from their defaults"
+    construction = {"method": method, "detail": detail or "no arguments", "arguments": plan.shown}
+    return model, construction
+
+
+HOW_TO_PASS_ARGUMENTS = (
+    "pass them with --init '{\"name\": value}', a `# torchdoctor: init={...}` comment on or "
+    "above the class line, --factory module:function, or a `@classmethod example_model(cls)`"
+)
+
+
+def refuse_unmet_arguments(plan: Any, target: str, path: str, def_line: int | None) -> None:
+    if plan.unknown:
+        raise ProbeFailure(
+            "target",
+            f"{target}.__init__ takes no argument named {', '.join(map(repr, plan.unknown))}",
+            path,
+            def_line,
+        )
+    if plan.missing:
+        raise ProbeFailure(
+            "target",
+            f"{target}() needs arguments it has no defaults for: {', '.join(plan.missing)}; "
+            + HOW_TO_PASS_ARGUMENTS,
+            path,
+            def_line,
+        )
+
+
+def init_from_comment(path: str, class_name: str) -> tuple[dict[str, Any], int] | None:
+    init_args = companion_module("init_args")
+    try:
+        source = read_source(path)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    try:
+        found = init_args.init_comment(source, class_name)
+    except init_args.InitArgumentError as exc:
+        raise ProbeFailure("target", str(exc), path, exc.line) from None
+    return (found.arguments, found.line) if found is not None else None
 
 
 # --------------------------------------------------------------------------------------------
 # Example inputs
 # --------------------------------------------------------------------------------------------
 
-DTYPE_NAMES = {
-    "float32": "float32", "float": "float32", "float16": "float16", "half": "float16",
-    "bfloat16": "bfloat16", "float64": "float64", "double": "float64", "int64": "int64",
-    "long": "int64", "int32": "int32", "int": "int32", "int16": "int16", "int8": "int8",
-    "uint8": "uint8", "bool": "bool",
-}
-_SPEC_ENTRY = re.compile(r"\(\s*((?:\d+\s*,\s*)*\d*)\s*\)\s*(?::\s*([A-Za-z0-9_]+))?")
-_SPEC_FILLER = re.compile(r"[\s\[\],;]*")
+def companion_module(name: str) -> types.ModuleType:
+    """A module shipped next to this file (COMPANION_MODULES), loaded by path under a private
+    name: this folder is not on sys.path (see forget_runner_directory), and a user's own
+    `input_spec.py` must neither shadow it nor be shadowed by it."""
+    key = f"_torchdoctor_runner_{name}"
+    loaded = sys.modules.get(key)
+    if loaded is not None:
+        return loaded
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(key, path)
+    if spec is None or spec.loader is None:  # pragma: no cover - a broken install
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
 
 
-@dataclass(frozen=True)
-class TensorSpec:
-    shape: tuple[int, ...]
-    dtype: str = "float32"
-
-    def text(self) -> str:
-        dims = ", ".join(str(d) for d in self.shape) + ("," if len(self.shape) == 1 else "")
-        return f"({dims})" + ("" if self.dtype == "float32" else f":{self.dtype}")
-
-
-def parse_input_spec(text: str) -> list[TensorSpec]:
-    """`(8, 3, 224, 224)`, `(8, 128):int64`, several as `[(8, 16), (8, 16):bool]` or
-    separated by `;`. Each entry is one positional argument."""
-    specs: list[TensorSpec] = []
-    position = 0
-    for match in _SPEC_ENTRY.finditer(text):
-        if not _SPEC_FILLER.fullmatch(text[position : match.start()]):
-            break
-        dims = [d for d in match.group(1).replace(" ", "").split(",") if d]
-        dtype_name = (match.group(2) or "float32").lower()
-        if dtype_name not in DTYPE_NAMES:
-            raise ProbeFailure("usage", f"unknown dtype {match.group(2)!r} in input {text!r}")
-        specs.append(TensorSpec(tuple(int(d) for d in dims), DTYPE_NAMES[dtype_name]))
-        position = match.end()
-    if not specs or not _SPEC_FILLER.fullmatch(text[position:]):
-        raise ProbeFailure(
-            "usage",
-            f"cannot read input {text!r}: write shapes like (8, 3, 224, 224), "
-            "(8, 128):int64, or several as [(8, 16), (8, 16):bool]",
-        )
-    return specs
+# Copied out of the package, the runner needs these files next to it (all standard library).
+COMPANION_MODULES = ("input_spec", "init_args", "construct", "precision", "transformers_inputs")
+COMPANION_MODULES += ("line_shapes", "batch_sweep")  # shapes by line, batch-size sweep
+COMPANION_MODULES += (  # errors at the user's line, imports, runtime findings
+    "import_roots", "pass_outcomes", "backward_origin", "view_layout", "build_origins",
+    "unregistered_modules",
+)
+COMPANION_MODULES += ("units",)  # measurements as text, the same as the CLI's and the editor's
+input_spec = companion_module("input_spec")
+TensorSpec = input_spec.TensorSpec
+# The precision every forward/backward of the running probe follows (set by apply_precision;
+# each probe runs in a child of its own, so one probe's plan never reaches another's).
+_precision: Any = companion_module("precision").PrecisionPlan(None, "model", None, False, "cpu")
 
 
-def spec_text(specs: Iterable[TensorSpec]) -> str:
+def parse_input_spec(text: str) -> Any:
+    """The --input grammar (input_spec.py): a CallSpec of positional and keyword values."""
+    try:
+        return input_spec.parse_call(text)
+    except input_spec.InputSpecError as exc:
+        raise ProbeFailure("usage", str(exc)) from None
+
+
+def spec_text(specs: Iterable[Any]) -> str:
     return "; ".join(spec.text() for spec in specs)
 
 
@@ -691,16 +822,42 @@ def integer_high(model: Any) -> int:
     return min(sizes) if sizes else 2
 
 
-def make_tensor(spec: TensorSpec, device: Any, high: int) -> Any:
+def make_tensor(spec: Any, device: Any, high: int) -> Any:
+    """Random values for a TensorSpec: its own range when it has one; else integers below
+    `high`, floats from randn, bools all False."""
     import torch
 
     dtype = getattr(torch, spec.dtype)
+    if spec.low is not None and spec.high is not None:
+        if dtype.is_floating_point:
+            values = torch.rand(spec.shape, device=device) * (spec.high - spec.low) + spec.low
+            return values.to(dtype)
+        return torch.randint(int(spec.low), int(spec.high), spec.shape, dtype=dtype, device=device)
     if spec.dtype == "bool":
         # All False: a padding mask that masks nothing (random masks can blank whole rows).
         return torch.zeros(spec.shape, dtype=dtype, device=device)
-    if dtype.is_floating_point:
+    if dtype.is_floating_point or dtype.is_complex:
         return torch.randn(spec.shape, dtype=dtype, device=device)
     return torch.randint(0, max(high, 1), spec.shape, dtype=dtype, device=device)
+
+
+def materialize(value: Any, device: Any, high: int) -> Any:
+    """Tensors for every TensorSpec inside a spec value; containers and constants kept."""
+    if isinstance(value, TensorSpec):
+        return make_tensor(value, device, high)
+    if isinstance(value, tuple):
+        return tuple(materialize(v, device, high) for v in value)
+    if isinstance(value, list):
+        return [materialize(v, device, high) for v in value]
+    if isinstance(value, dict):
+        return {k: materialize(v, device, high) for k, v in value.items()}
+    return value
+
+
+def chosen_from_spec(call: Any, high: int, source: str, detail: str) -> ChosenInput:
+    args = materialize(call.args, "cpu", high)
+    kwargs = materialize(call.kwargs, "cpu", high)
+    return ChosenInput(args, kwargs, source, detail, call.text())
 
 
 @dataclass
@@ -755,7 +912,10 @@ def explicit_example(model: Any, module: types.ModuleType) -> tuple[Any, str] | 
     if array is not None:
         return array, f"example_input_array of {type(model).__name__} (Lightning)"
     with contextlib.suppress(Exception):
-        dummy = getattr(model, "dummy_inputs", None)
+        # A transformers model whose inputs its config describes gets those (inferred, at
+        # the probe's batch and sequence, with a mask): its dummy_inputs are 3 x 5 ids.
+        known = companion_module("transformers_inputs").transformers_inputs(model, 1)
+        dummy = getattr(model, "dummy_inputs", None) if known is None else None
         if isinstance(dummy, dict) and dummy:
             return dummy, f"dummy_inputs of {type(model).__name__} (Hugging Face)"
     return None
@@ -927,7 +1087,8 @@ def expand_module(module: Any, depth: int) -> Iterator[Any]:
 
 
 def input_candidates(layer: Any, batch: int) -> list[tuple[list[TensorSpec], str]]:
-    """Shapes a layer accepts as the model's first input, most likely first (PROBE-NOTES)."""
+    """Shapes a layer accepts as the model's first input, most likely first (e.g. Linear →
+    (B, in_features), Conv2d → (B, C, 224, 224), Embedding → (B, T) int64)."""
     from torch import nn
 
     b = batch
@@ -943,8 +1104,10 @@ def input_candidates(layer: Any, batch: int) -> list[tuple[list[TensorSpec], str
             sizes = [(16, 112, 112), (8, 32, 32)]
         return [([TensorSpec((b, c, *s))], f"{name}(in_channels={c})") for s in sizes]
     if isinstance(layer, (nn.Embedding, nn.EmbeddingBag)):
+        # Token ids below this layer's own size (a position table elsewhere may be smaller).
+        size = layer.num_embeddings
         return [
-            ([TensorSpec((b, t), "int64")], f"{name}(num_embeddings={layer.num_embeddings})")
+            ([TensorSpec((b, t), "int64", 0, size)], f"{name}(num_embeddings={size})")
             for t in (16, 128)
         ]
     if isinstance(layer, nn.RNNBase):
@@ -1037,11 +1200,57 @@ def try_input(model: Any, specs: list[TensorSpec], device: Any, high: int) -> Ba
     return None
 
 
+def infer_transformers_input(model: Any) -> ChosenInput | None:
+    """Keyword inputs a transformers model's config describes (transformers_inputs.py),
+    verified like a layer's candidates; None when they do not apply or do not fit."""
+    import torch
+
+    keyword_inputs = companion_module("transformers_inputs")
+    for device, batch, how in (
+        (torch.device("meta"), INFERRED_BATCH, "verified on the meta device"),
+        (torch.device("cpu"), FALLBACK_BATCH, "verified by a CPU run at batch 2"),
+    ):
+        found = keyword_inputs.transformers_inputs(model, batch)
+        if found is None:
+            return None
+        tensors, detail = found
+        call = input_spec.CallSpec(
+            (), {t.name: TensorSpec(t.shape, t.dtype, t.low, t.high) for t in tensors}
+        )
+        kwargs = materialize(call.kwargs, device, 2)
+        if try_call(model, (), kwargs, device) is None:
+            chosen = chosen_from_spec(call, 2, "inferred", "")
+            chosen.detail = f"{detail} -> {call.text()}, {how}"
+            return chosen
+    return None
+
+
+def try_call(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], device: Any) -> Any:
+    """None when forward accepts these arguments, else the exception it raised."""
+    import torch
+
+    try:
+        with torch.no_grad(), contextlib.redirect_stdout(sys.stderr):
+            if str(device) == "meta":
+                with parameters_on_meta(model):
+                    model(*args, **kwargs)
+            else:
+                model(*args, **kwargs)
+    except (KeyboardInterrupt, GeneratorExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a failing candidate is an expected outcome
+        return exc
+    return None
+
+
 def infer_input(model: Any, path: str, user: UserCode) -> ChosenInput:
     """Guess an input from the first layer `forward` uses, verified on the meta device, then
     (if the model needs real values) on the CPU at batch 2."""
     import torch
 
+    from_config = infer_transformers_input(model)
+    if from_config is not None:
+        return from_config
     ordered = list(modules_in_call_order(model))
     declared = [m for m in model.modules() if input_candidates(m, 1)]
     layers: list[Any] = []
@@ -1095,9 +1304,7 @@ def choose_input(
     a `# torchdoctor: input=` comment, then inference from the first layer."""
     high = integer_high(model)
     if cli_spec is not None:
-        specs = parse_input_spec(cli_spec)
-        tensors = tuple(make_tensor(spec, "cpu", high) for spec in specs)
-        return ChosenInput(tensors, {}, "argument", "given with --input", spec_text(specs))
+        return chosen_from_spec(parse_input_spec(cli_spec), high, "argument", "given with --input")
     with user_code_phase("input", "computing the example input", user):
         provided = explicit_example(model, module)
     if provided is not None:
@@ -1108,25 +1315,34 @@ def choose_input(
     if comment is not None:
         text, line = comment
         try:
-            specs = parse_input_spec(text)
+            call = parse_input_spec(text)
         except ProbeFailure as exc:
             raise ProbeFailure("input", exc.message, path, line) from None
-        tensors = tuple(make_tensor(spec, "cpu", high) for spec in specs)
-        return ChosenInput(
-            tensors, {}, "comment", f"from the comment on line {line}", spec_text(specs)
-        )
+        return chosen_from_spec(call, high, "comment", f"from the comment on line {line}")
     return infer_input(model, path, user)
 
 
 def describe_value_spec(value: Any) -> str | None:
-    """The pinnable spec of an explicit input, when it is plain tensors."""
+    """The pinnable spec of an explicit input (tensors, in tuples, lists and dicts, and plain
+    constants); None when it holds anything else."""
     import torch
 
-    values = value if isinstance(value, tuple) else (value,)
-    if not all(isinstance(v, torch.Tensor) for v in values):
+    def spec_of(item: Any) -> Any:
+        if isinstance(item, torch.Tensor):
+            return TensorSpec(tuple(item.shape), str(item.dtype).removeprefix("torch."))
+        if isinstance(item, (tuple, list)):
+            return type(item)(spec_of(v) for v in item)
+        if isinstance(item, dict) and all(isinstance(k, str) for k in item):
+            return {k: spec_of(v) for k, v in item.items()}
+        if item is None or isinstance(item, (bool, int, float, str)):
+            return item
+        raise ValueError(type(item).__name__)
+
+    args, kwargs = as_call_arguments(value)
+    try:
+        return input_spec.CallSpec(spec_of(args), spec_of(kwargs)).text()
+    except ValueError:
         return None
-    specs = [TensorSpec(tuple(v.shape), str(v.dtype).removeprefix("torch.")) for v in values]
-    return spec_text(specs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1168,7 +1384,8 @@ def shapes_of(value: Any) -> list[list[int]]:
 
 
 def run_forward(model: Any, inputs: ChosenInput) -> Any:
-    return model(*inputs.args, **inputs.kwargs)
+    with _precision.forward_context():
+        return model(*inputs.args, **inputs.kwargs)
 
 
 def loss_of(output: Any) -> Any:
@@ -1178,7 +1395,7 @@ def loss_of(output: Any) -> Any:
         if tensor.requires_grad and (tensor.is_floating_point() or tensor.is_complex()):
             term = tensor.real.sum() if tensor.is_complex() else tensor.sum()
             total = term if total is None else total + term.to(total.dtype)
-    return total
+    return total if total is None else _precision.scale(total)
 
 
 class Session:
@@ -1250,7 +1467,11 @@ class Session:
 
     def tensor_origin(self, name: str, tensor: Any) -> Location | None:
         """Where a parameter was registered, or where its owning module was created."""
-        return self.origins.params.get(id(tensor)) or self.module_origin(name.rpartition(".")[0])
+        return (
+            self.origins.params.get(id(tensor))
+            or self.origins.sites.tensor_sites.get(id(tensor))
+            or self.module_origin(name.rpartition(".")[0])
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1316,6 +1537,91 @@ def shapes_pass(session: Session) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------------------------
+# Pass: every local's shape, line by line (the tracer lives in line_shapes.py next to this file)
+# --------------------------------------------------------------------------------------------
+
+
+def locals_by_line_pass(session: Session) -> dict[str, Any] | None:
+    try:
+        return trace_locals_by_line(session)
+    except ProbeFailure:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the rest of the report stands without it
+        session.warnings.append(f"shapes by line skipped: {type(exc).__name__}: {exc}")
+        return None
+
+
+def trace_locals_by_line(session: Session) -> dict[str, Any]:
+    import torch
+
+    tracer = companion_module("line_shapes")
+    own_folder = os.path.dirname(os.path.realpath(__file__)) + os.sep
+
+    def is_traced(code: types.CodeType) -> bool:
+        return session.user.is_user_code(code) and not os.path.realpath(
+            code.co_filename
+        ).startswith(own_folder)
+
+    def source_line(file: str, line: int) -> str:
+        return linecache.getline(file, line).strip()
+
+    return tracer.line_shapes_pass(session.forward, is_traced, torch.Tensor, source_line)
+
+
+def batch_sweep_pass(session: Session) -> dict[str, Any] | None:
+    """Latency and peak memory per batch size (batch_sweep.py); None, with a warning, when the
+    input has no batch dimension or the model fails at another size."""
+    import torch
+
+    sweep = companion_module("batch_sweep")
+    request, model, inputs = session.request, session.model, session.inputs
+    batched = [t for t in iter_tensors((inputs.args, inputs.kwargs)) if t.dim() >= 1]
+    if not batched:
+        session.warnings.append("batch sweep skipped: no input tensor has a batch dimension")
+        return None
+    original = batched[0].shape[0]
+    state_bytes = tensor_bytes(model.parameters()) + tensor_bytes(model.buffers())
+
+    def make_step(batch: int) -> Callable[[], None]:
+        resized = ChosenInput(
+            sweep.resize_batch(inputs.args, batch, original),
+            sweep.resize_batch(inputs.kwargs, batch, original),
+            inputs.source, inputs.detail,
+        )
+
+        def step() -> None:
+            output = run_forward(model, resized)
+            loss = loss_of(output)
+            if loss is not None:
+                loss.backward()
+            del output, loss
+            model.zero_grad(set_to_none=True)
+
+        step.input_bytes = input_bytes(resized)  # type: ignore[attr-defined]
+        return step
+
+    def peak_bytes(step: Callable[[], None], _batch: int) -> int:
+        if session.is_cuda:
+            return sweep.cuda_peak_bytes(step, session.device)
+        return sweep.cpu_peak_bytes(step, state_bytes + step.input_bytes)  # type: ignore[attr-defined]
+
+    def release() -> None:
+        if session.is_cuda:
+            torch.cuda.empty_cache()
+
+    limit = request.max_memory_bytes
+    if limit is None and session.is_cuda:
+        limit = torch.cuda.get_device_properties(session.device).total_memory
+    plan = sweep.SweepPlan(sweep.parse_sizes(request.batch_sweep), limit)
+    probes = sweep.Probes(make_step, peak_bytes, is_out_of_memory, release)
+    try:
+        return sweep.run_sweep(plan, probes)
+    except Exception as exc:  # noqa: BLE001 - the rest of the report stands without the sweep
+        session.warnings.append(f"batch sweep stopped: {type(exc).__name__}: {exc}")
+        return None
+
+
+# --------------------------------------------------------------------------------------------
 # Pass: runtime checks (float64, non-contiguous view, NaN/Inf, parameters without grad)
 # --------------------------------------------------------------------------------------------
 
@@ -1376,6 +1682,18 @@ def make_check_mode(session: Session, collector: FindingCollector) -> Any:
 
     float64 = {torch.float64, torch.complex128}
     user = session.user
+
+    view_layout = companion_module("view_layout")
+
+    def report_fragile_view(source: Any, view_args: tuple[Any, ...], view: Any, where: Any) -> None:
+        """A view that works here but not for every shape of this layout (view_layout.py)."""
+        if len(view_args) == 1 and isinstance(view_args[0], torch.dtype):
+            return
+        sizes, strides, out = list(source.shape), list(source.stride()), list(view.shape)
+        merges = view_layout.fragile_merges(sizes, strides, out)
+        if merges:  # one finding per call, however many dimensions it merges
+            message = view_layout.describe(sizes, strides, out, merges[0])
+            collector.add("non_contiguous_view", "information", message, where)
 
     class CheckMode(TorchFunctionMode):
         """Looks at every torch call made while forward runs (above autograd, so it sees the
@@ -1440,20 +1758,12 @@ def make_check_mode(session: Session, collector: FindingCollector) -> Any:
                 return func(*args, **kwargs)
             where = user.innermost_frame(sys._getframe(1))
             inputs = iter_tensors((args, kwargs))
-            if name == "view" and inputs and not inputs[0].is_contiguous():
-                view_args = args[1:]
-                if not (len(view_args) == 1 and isinstance(view_args[0], torch.dtype)):
-                    collector.add(
-                        "non_contiguous_view",
-                        "information",
-                        f".view() on a non-contiguous tensor of shape {list(inputs[0].shape)} "
-                        f"(strides {list(inputs[0].stride())}): it works for this shape only; "
-                        "a view that merges the permuted dimensions raises. Use .reshape() or "
-                        ".contiguous().view()",
-                        where,
-                    )
             result = func(*args, **kwargs)
             outputs = iter_tensors(result)
+            if name == "view" and inputs and outputs and (
+                1 in inputs[0].shape or not inputs[0].is_contiguous()
+            ):
+                report_fragile_view(inputs[0], args[1:], outputs[0], where)
             self.record(func, name, where, inputs, outputs)
             return result
 
@@ -1559,6 +1869,54 @@ def checks_pass(session: Session) -> tuple[list[dict[str, Any]], dict[Location, 
     del output
     model.zero_grad(set_to_none=True)
     return collector.rows(), mode.line_shapes
+
+
+def checks_going_on_forward_only(
+    session: Session, outcomes: Any
+) -> tuple[list[dict[str, Any]], dict[Location, list[int]]]:
+    """The checks pass; when its backward raises, the step is run once more to find the
+    user's line (backward_origin.py), and the probe goes on forward-only: every later pass
+    keeps its forward figures and the report names the failed pass."""
+    import torch
+
+    try:
+        return checks_pass(session)
+    except ProbeFailure as failure:
+        if failure.kind != "backward":
+            raise
+        error_text = failure.message
+    session.model.zero_grad(set_to_none=True)
+    backward_origin = companion_module("backward_origin")
+    origin = backward_origin.locate_backward_error(
+        torch, session.forward, session.backward, session.user.innermost_frame,
+        session.user.is_user_file,
+    )
+    session.model.zero_grad(set_to_none=True)
+    where = origin.where if origin else None
+    message = backward_origin.describe(
+        origin or backward_origin.BackwardOrigin(None), error_text, source_text_at
+    )
+    outcomes.note_backward_failure("checks", message, where)
+    at = f" at {os.path.basename(where[0])}:{where[1]}" if where else ""
+    session.warnings.append(
+        f"backward failed in the checks pass (the backward_error finding{at}); the probe went "
+        "on forward-only: no forward+backward time or FLOPs, memory and profile of the forward"
+    )
+    session.can_backward = False
+    findings, line_shapes = checks_pass(session)
+    findings.append(
+        {
+            "kind": "backward_error", "severity": "error", "message": message,
+            "file": where[0] if where else None, "line": where[1] if where else None,
+            "count": 1, "detail": (origin.inplace_op if origin else None) or "backward",
+        }
+    )
+    return findings, line_shapes
+
+
+def source_text_at(where: Location) -> str:
+    """The code on a line, without a trailing comment set off by two spaces (PEP 8)."""
+    return linecache.getline(where[0], where[1]).split("  #")[0].strip()
 
 
 def report_nonfinite_outputs(mode: Any, output: Any, collector: FindingCollector) -> None:
@@ -2100,20 +2458,20 @@ def distributed_recommendation(
     elif total_fraction is not None and total_fraction > 0.8:
         strategy = "fsdp_full_shard"
         reason = (
-            f"states + activations need {fmt_bytes(total)} = {total_fraction:.0%} of the "
+            f"states + activations need {fmt_bytes(total)} = {fmt_share(total_fraction)} of the "
             f"device's {fmt_bytes(device_memory)}: shard parameters, gradients and optimizer "
             "state (FSDP FULL_SHARD / fully_shard)"
         )
     elif state_fraction is not None and state_fraction > 0.4:
         strategy = "fsdp_shard_grad_op"
         reason = (
-            f"model states alone take {fmt_bytes(states)} = {state_fraction:.0%} of the "
+            f"model states alone take {fmt_bytes(states)} = {fmt_share(state_fraction)} of the "
             f"device: shard gradients and optimizer state (FSDP SHARD_GRAD_OP, ZeRO-2)"
         )
     else:
         strategy = "ddp"
         reason = (
-            f"{fmt_bytes(total)} per replica = {total_fraction:.0%} of the device's "
+            f"{fmt_bytes(total)} per replica = {fmt_share(total_fraction)} of the device's "
             f"{fmt_bytes(device_memory)}: a full replica per GPU fits, DDP is simplest and "
             "fastest"
         )
@@ -2138,11 +2496,13 @@ def distributed_recommendation(
 
 
 def fmt_bytes(value: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value} B"  # pragma: no cover
+    """Bytes as the CLI and the editor print them (units.py, loaded by path beside this file)."""
+    return str(companion_module("units").size(value))
+
+
+def fmt_share(fraction: float) -> str:
+    """A share as the CLI and the editor print it (units.py)."""
+    return str(companion_module("units").percent(fraction))
 
 
 # --------------------------------------------------------------------------------------------
@@ -2247,6 +2607,32 @@ def merge_line_shapes(lines: list[dict[str, Any]], shapes: dict[Location, list[i
             row["output_shape"] = shape
 
 
+def apply_precision(
+    request: ProbeRequest, model: Any, inputs: ChosenInput, device: Any, user: UserCode
+) -> tuple[ChosenInput, Any]:
+    """--dtype / --amp / --channels-last (precision.py): the model and inputs converted, and
+    the plan every forward and backward of this probe follows from now on."""
+    global _precision
+    precision = companion_module("precision")
+    given: list[str] = []
+    if inputs.source in ("argument", "comment"):
+        for tensor in iter_tensors((inputs.args, inputs.kwargs)):
+            if tensor.is_floating_point():
+                given.append(str(tensor.dtype).removeprefix("torch."))
+    plan = precision.plan_precision(
+        request.dtype, request.amp, request.channels_last, device, given
+    )
+    with user_code_phase("init", f"converting {request.target} ({plan.dtype})", user):
+        precision.convert_model(model, plan)
+    converted = ChosenInput(
+        precision.convert_inputs(inputs.args, plan),
+        precision.convert_inputs(inputs.kwargs, plan),
+        inputs.source, inputs.detail, inputs.spec,
+    )
+    _precision = plan
+    return converted, plan
+
+
 def probe(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
     import torch
 
@@ -2262,7 +2648,9 @@ def probe(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
     progress.stage("build", f"building {request.target}")
     target_obj = resolve_target(module, request.target, path)
     origins = OriginRecorder(user)
-    model = build_model(target_obj, request.target, path, user, origins)
+    model, construction = build_model(
+        target_obj, request.target, path, user, origins, request.init, request.factory
+    )
     model.train()
 
     progress.stage("input", "choosing an example input")
@@ -2271,29 +2659,55 @@ def probe(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
     with user_code_phase("init", f"moving {request.target} to {device}", user):
         model.to(device)
     inputs = inputs.to(device)
+    inputs, precision_plan = apply_precision(request, model, inputs, device, user)
 
     session = Session(request, model, inputs, device, user, origins, progress)
     if limit_note:
         session.warnings.append(limit_note)
+    # what the passes measure is kept as they go: a later failure still reports it
+    outcomes = progress.outcomes = companion_module("pass_outcomes").PassOutcomes()
+    outcomes.keep(
+        schema=SCHEMA_VERSION, file=path, target=request.target,
+        torch_version=torch.__version__, python_version=platform.python_version(),
+        device=device_info(device), input=input_info(inputs), params=param_info(model),
+    )
     progress.stage("shapes", "output shapes per submodule")
-    modules = shapes_pass(session)
+    strays = companion_module("unregistered_modules").StrayModules(model, torch)
+    with strays.watching(session.synchronize, shapes_of):
+        modules = shapes_pass(session)
+    modules += strays.rows(lambda stray: origins.modules.get(id(stray)))
+    outcomes.keep(modules=modules)
+    progress.stage("shapes", "shapes of every local, line by line", 1.0)
+    locals_by_line = locals_by_line_pass(session)
     progress.stage("checks", "runtime checks")
-    findings, line_shapes = checks_pass(session)
+    findings, line_shapes = checks_going_on_forward_only(session, outcomes)
+    findings += strays.findings(
+        origins.sites.container_sites, lambda stray: origins.modules.get(id(stray))
+    )
+    findings += origins.sites.float64_attribute_findings(model, torch)
+    outcomes.keep(findings=findings)
     progress.stage("flops", "counting FLOPs")
     flops_forward, flops_total, per_module = flops_pass(session)
     module_flops = module_flops_by_name(per_module, type(model).__name__)
     for row in modules:
         row["flops"] = module_flops.get(row["name"])
+    outcomes.keep(flops={"forward": flops_forward, "forward_backward": flops_total})
     progress.stage("timing", "timing")
     latency = timing_pass(session)
+    outcomes.keep(latency=latency)
     memory = None
     if session.is_cuda:
         progress.stage("memory", "peak memory")
         memory = cuda_memory_pass(session)
+        outcomes.keep(memory=memory)
     progress.stage("profile", "profiling one step")
     profiled = profile_pass(session)
     memory = memory or profiled["memory"]
     merge_line_shapes(profiled["lines"], line_shapes)
+    batch_sweep = None
+    if request.batch_sweep is not None:
+        progress.stage("sweep", "batch-size sweep: forward+backward at growing batches")
+        batch_sweep = batch_sweep_pass(session)
     graph_breaks = None
     if request.explain:
         progress.stage("explain", "looking for graph breaks (torch._dynamo.explain)")
@@ -2327,12 +2741,17 @@ def probe(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
         "profiled_step_ms": profiled["profiled_step_ms"],
         "op_total_ms": profiled["op_total_ms"],
         "findings": findings,
+        "line_shapes": locals_by_line,
+        "batch_sweep": batch_sweep,
         "graph_breaks": graph_breaks,
         "recommendation": distributed_recommendation(
             params, frozen_bytes, memory["activation_bytes"], memory_total,
             session.unused_parameters,
         ),
         "warnings": session.warnings,
+        "construction": construction,
+        "precision": precision_plan.report(model),
+        "failed_passes": outcomes.failed_rows(),
         "stage_seconds": progress.finish(),
     }
 
@@ -2645,12 +3064,13 @@ def supervise_probe(
 
 def prepare_probe_process(request: ProbeRequest) -> None:
     """In the probe's child: where the user's code expects to run. The folder of the user's
-    file (not of a copy of unsaved text) comes first on sys.path for its sibling imports."""
+    file (not of a copy of unsaved text) comes first on sys.path for its sibling imports, then
+    the project root, as `python -m` from there would see it (import_roots.py)."""
     import torch
 
     origin = request.origin or request.file
     directory = os.path.dirname(os.path.abspath(origin))
-    sys.path.insert(0, directory)
+    sys.path[:0] = companion_module("import_roots").import_roots(origin)
     with contextlib.suppress(OSError):
         os.chdir(request.cwd or directory)
     threads = request.threads or _default_threads
@@ -2693,6 +3113,8 @@ def final_event(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
     try:
         return {"event": "result", "report": probe(request, progress)}
     except ProbeFailure as failure:
+        if progress.outcomes is not None:
+            progress.outcomes.annotate(failure, progress.current_stage)
         return failure.to_event()
     except Exception as exc:  # noqa: BLE001 - a bug in the runner must still end the probe
         trace = traceback.format_exc()[-MAX_TRACEBACK_CHARS:]
@@ -2778,6 +3200,17 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--memory-limit", type=int, default=None, help="address-space limit in bytes (CPU)"
     )
+    parser.add_argument("--batch-sweep", default=None, help='"auto" or sizes such as "1,2,8"')
+    parser.add_argument("--max-memory", type=int, default=None, help="sweep's cap in bytes")
+    parser.add_argument("--init", default=None, help="JSON object of __init__ keyword arguments")
+    parser.add_argument("--factory", default=None, help="module:function that returns the model")
+    parser.add_argument("--dtype", default=None, help="model dtype: bfloat16, float16, float32")
+    parser.add_argument(
+        "--amp", action="store_true",
+        help="forward under torch.autocast (bfloat16 on CPU, float16 on CUDA)",
+    )
+    parser.add_argument("--amp-dtype", default=None, help="autocast dtype: bfloat16 or float16")
+    parser.add_argument("--channels-last", action="store_true", help="channels-last memory format")
     return parser.parse_args(argv)
 
 
@@ -2834,7 +3267,19 @@ def main(argv: list[str] | None = None) -> int:
         cwd=arguments.cwd,
         origin=arguments.origin,
         memory_limit_bytes=arguments.memory_limit,
+        batch_sweep=arguments.batch_sweep,
+        max_memory_bytes=arguments.max_memory,
+        factory=arguments.factory,
+        dtype=arguments.dtype,
+        amp=arguments.amp_dtype or ("auto" if arguments.amp else None),
+        channels_last=arguments.channels_last,
     )
+    try:
+        if arguments.init is not None:
+            request.init = companion_module("init_args").parse_init(arguments.init)
+    except ValueError as exc:
+        events.emit(ProbeFailure("usage", str(exc)).to_event())
+        return 2
     try:
         request.validate()
     except ProbeFailure as failure:

@@ -14,6 +14,11 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, Union
 
+from .construction_schema import ConstructionInfo, PrecisionInfo
+from .distributed_schema import DISTRIBUTED_SCHEMA_VERSION, DistributedInfo
+from .outcome_schema import FailedPass
+from .shape_schema import BatchSweepInfo, LineShapesInfo
+
 SCHEMA_VERSION = 1
 
 T = TypeVar("T")
@@ -105,6 +110,9 @@ class ModuleRow:
     library layer that built it; None when not findable."""
     line: int | None
     """1-based line of that creation."""
+    registered: bool = True
+    """False for a module the model reaches through a plain list, dict or attribute but does
+    not own (not in named_modules(): not trained, moved or saved with it)."""
 
 
 @dataclass
@@ -207,7 +215,10 @@ class RuntimeFinding:
     kind: str
     """"float64" (float64 enters here), "non_contiguous_view" (.view() on a non-contiguous
     tensor), "nan" / "inf" (first op whose NaN/Inf reaches the output, or a parameter or
-    gradient holding them), "unused_parameter" (no gradient after backward)."""
+    gradient holding them), "unused_parameter" (no gradient after backward),
+    "unregistered_module" (modules in a plain list/dict that run in forward, at the line that
+    stores them), "backward_error" (backward raised: at the in-place op that changed a saved
+    tensor, else the forward call whose gradient failed)."""
     severity: str
     """"error", "warning" or "information", as for static findings."""
     message: str
@@ -293,6 +304,19 @@ class ProbeReport:
     """Non-fatal problems: "backward skipped: no output of forward requires grad"."""
     stage_seconds: dict[str, float] = field(default_factory=dict)
     """How long each stage of the probe took."""
+    construction: ConstructionInfo | None = None
+    """How the model was built: which arguments __init__ got, or which factory."""
+    precision: PrecisionInfo | None = None
+    """The dtype, autocast and memory format the probe ran (and timed) the model in."""
+    failed_passes: list[FailedPass] = field(default_factory=list)
+    """Passes that failed while the probe went on: a backward that raised (the figures that
+    need backward are then missing, the forward ones kept)."""
+    line_shapes: LineShapesInfo | None = None
+    """Every tensor local of the user's functions, line by line (one traced forward)."""
+    batch_sweep: BatchSweepInfo | None = None
+    """Only with --batch-sweep: latency and memory per batch size, the largest that fits."""
+    distributed: DistributedInfo | None = None
+    """Only with --nproc: DDP/FSDP measured across ranks under torchrun (schema 2)."""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -302,7 +326,7 @@ class ProbeReport:
         """Build a report from its JSON form. Unknown keys are ignored unless `strict`."""
         if not isinstance(data, dict):
             raise SchemaError("a report is a JSON object")
-        if data.get("schema") != SCHEMA_VERSION:
+        if data.get("schema") not in (SCHEMA_VERSION, DISTRIBUTED_SCHEMA_VERSION):
             raise SchemaError(
                 f"report schema {data.get('schema')!r} is not supported (expected "
                 f"{SCHEMA_VERSION}): update torchdoctor"
@@ -356,6 +380,11 @@ class ErrorEvent:
     the probe, for "exited" errors."""
     stderr_tail: str | None = None
     """The end of the runner's stderr (the user's prints and warnings go there)."""
+    failed_pass: str | None = None
+    """The pass that failed ("shapes", "checks", "flops", "timing", "memory", "profile");
+    None when the probe failed before its passes began."""
+    partial: dict[str, Any] | None = None
+    """The report fields measured before that pass (same format as the report's)."""
 
 
 ProbeEvent = ProgressEvent | ResultEvent | ErrorEvent
@@ -381,6 +410,8 @@ def parse_event(data: dict[str, Any]) -> ProbeEvent | None:
             line=data.get("line"),
             traceback=data.get("traceback"),
             exit_code=data["exit_code"] if type(data.get("exit_code")) is int else None,
+            failed_pass=data["failed_pass"] if isinstance(data.get("failed_pass"), str) else None,
+            partial=data["partial"] if isinstance(data.get("partial"), dict) else None,
         )
     if kind == "ready":
         return None

@@ -20,12 +20,14 @@ from rich.console import Console
 from ..analysis import Config, Document, Finding, analyse, load_config
 from ..analysis.config import with_overrides
 from ..analysis.fixes import apply_fixes
-from ..analysis.rules.syntax import undecodable_source_finding
+from ..analysis.rule_runner import InternalError, collecting_internal_errors
+from ..analysis.rules.syntax.td000_syntax_error import undecodable_source_finding
 from ..torch_install import installed_torch_version
 from .display import display_path
 from .files import FileIdentity, discover, read_source_file
 from .fix_writing import write_fixed_file
 from .formats import FileResult, render_github, render_json, render_sarif, render_text_finding
+from .notebook_checking import check_notebook, is_notebook
 from .source import Source, decode_source
 from .workers import results_in_order
 
@@ -74,6 +76,8 @@ def _check_stdin(args: argparse.Namespace, config: Config, fix_mode: str | None)
             f"stdin is not valid {result.source.encoding} (line {line + 1}, column "
             f"{column + 1}); nothing was printed"
         )
+    elif result.error is not None:
+        pass  # unreadable as what its name says (a notebook that is not JSON): print nothing
     elif result.fixed_text == result.source.text:
         output = data
     else:
@@ -102,11 +106,14 @@ def check_source(
     data: bytes, path: str, config: Config, fix_mode: str | None, unsafe: bool
 ) -> SourceResult:
     """Analyse one file's bytes; with a fix mode, apply fixes until nothing changes."""
+    if is_notebook(path):
+        return SourceResult(*check_notebook(data, path, config, fix_mode, unsafe))
     source = decode_source(data)
     text = source.text
+    crashes: list[InternalError] = []
     doc = Document.parse(text, path)
-    findings = _with_decoding_problem(analyse(doc, config), doc, source)
-    result = FileResult(path, findings, doc.index.lines)
+    findings = _analysed(doc, config, source, crashes)
+    result = FileResult(path, findings, doc.index.lines, internal_errors=crashes)
     if fix_mode is None or not any(f.fix for f in findings):
         return SourceResult(result, text, source)
     fixed_text = text
@@ -117,7 +124,7 @@ def check_source(
         result.fixed += len(outcome.applied)
         fixed_text = outcome.text
         doc = Document.parse(fixed_text, path)
-        findings = _with_decoding_problem(analyse(doc, config), doc, source)
+        findings = _analysed(doc, config, source, crashes)
     if fix_mode == "diff":
         shown = display_path(path)
         result.diff = "".join(
@@ -135,6 +142,18 @@ def check_source(
         result.error = "not valid in its declared encoding; fixes were not written"
         return SourceResult(result, text, source)
     return SourceResult(result, fixed_text, source)
+
+
+def _analysed(
+    doc: Document, config: Config, source: Source, crashes: list[InternalError]
+) -> list[Finding]:
+    """The findings; a rule that crashes is added to `crashes` once, however many fix passes
+    meet it, and the other rules' findings still come."""
+    with collecting_internal_errors() as records:
+        findings = analyse(doc, config)
+    known = {record.code for record in crashes}
+    crashes.extend(record for record in records if record.code not in known)
+    return _with_decoding_problem(findings, doc, source)
 
 
 def _with_decoding_problem(findings: list[Finding], doc: Document, source: Source) -> list[Finding]:
@@ -223,6 +242,12 @@ def _report(
         if result.error is not None:
             errors.print(f"torchdoctor: {display_path(result.path)}: {result.error}", markup=False)
             failed = True
+    for result in results:
+        # a bug in torchdoctor, not in the user's code: said on stderr in every format, and
+        # the exit code stays what the findings make it (see the README's exit codes)
+        for crash in result.internal_errors:
+            shown = display_path(result.path)
+            errors.print(f"torchdoctor: warning: {crash.describe(shown)}", markup=False)
     findings = sum(len(result.findings) for result in results)
     if args.diff:
         diffs = [result.diff for result in results if result.diff]

@@ -1,4 +1,5 @@
-"""Which files `check` looks at: the paths given, folders recursed for *.py, minus excludes.
+"""Which files `check` looks at: the paths given, folders recursed for *.py and *.ipynb, minus
+excludes.
 
 Only regular files are read. A symlink loop, a link to nothing, a FIFO or a device is reported
 and skipped: opening a FIFO would block until someone writes to it, and a loop would make
@@ -36,7 +37,10 @@ DEFAULT_EXCLUDES = (
     "dist/",
     ".eggs/",
     "*.egg-info/",
+    ".ipynb_checkpoints/",  # Jupyter's autosaved copies of the notebooks beside them
 )
+# Python files and Jupyter notebooks (their code cells, see reporting/notebook_checking.py)
+CHECKED_SUFFIXES = (".py", ".ipynb")
 FILE_KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISSOCK, "a socket"),
@@ -92,7 +96,9 @@ def discover(paths: Iterable[Path], excludes: Iterable[str], root: Path | None) 
             )
             for name in sorted(files):
                 file_path = folder_path / name
-                if name.endswith(".py") and not spec.match_file(_relative(file_path, base)):
+                if name.endswith(CHECKED_SUFFIXES) and not spec.match_file(
+                    _relative(file_path, base)
+                ):
                     add(file_path)
     return found
 

@@ -12,6 +12,9 @@ from rich.markup import escape
 
 from .. import __version__
 from ..analysis import REGISTRY, Finding, Severity
+from ..analysis.lines import LINE_BREAK
+from ..analysis.notebook import NotebookProgram, in_cell
+from ..analysis.rule_runner import InternalError
 from ..docs import doc_url
 from .display import display_path, json_path, uri_path
 
@@ -43,6 +46,23 @@ class FileResult:
     fixed: int = 0
     diff: str = ""
     error: str | None = None
+    # rules that crashed on this file (a bug in torchdoctor): reported on stderr, never in the
+    # findings, whose format is a contract
+    internal_errors: list[InternalError] = field(default_factory=list)
+    # a notebook's code cells as one program: findings are in program lines, reported per cell
+    notebook: NotebookProgram | None = None
+
+    def in_cell(self, finding: Finding) -> tuple[int | None, Finding]:
+        """The 1-based cell number (None outside notebooks) and the finding in the cell's
+        own lines; its fix, when it has one, edits that cell only."""
+        if self.notebook is None:
+            return None, finding
+        located = in_cell(self.notebook, finding)
+        return located if located is not None else (None, finding)
+
+    def source_lines(self, cell: int | None) -> tuple[str, ...]:
+        placement = self.notebook.cell(cell) if self.notebook and cell is not None else None
+        return tuple(LINE_BREAK.split(placement.python)) if placement else self.lines
 
 
 def finding_to_json(finding: Finding, path: str) -> dict[str, object]:
@@ -77,8 +97,18 @@ def finding_to_json(finding: Finding, path: str) -> dict[str, object]:
 
 
 def render_json(results: Sequence[FileResult]) -> str:
-    rows = [finding_to_json(f, result.path) for result in results for f in result.findings]
+    rows = [_json_row(f, result) for result in results for f in result.findings]
     return json.dumps(rows, indent=2, ensure_ascii=False)
+
+
+def _json_row(finding: Finding, result: FileResult) -> dict[str, object]:
+    """A notebook's finding also names its cell (1-based, markdown cells counted); its lines,
+    columns and fix edits are then the cell's own."""
+    cell, finding = result.in_cell(finding)
+    row = finding_to_json(finding, result.path)
+    if cell is not None:
+        row["cell"] = cell
+    return row
 
 
 def render_sarif(results: Sequence[FileResult]) -> str:
@@ -97,7 +127,8 @@ def render_sarif(results: Sequence[FileResult]) -> str:
         )
     sarif_results = []
     for result in results:
-        for finding in result.findings:
+        for original in result.findings:
+            cell, finding = result.in_cell(original)
             span = finding.span
             entry: dict[str, object] = {
                 "ruleId": finding.code,
@@ -120,6 +151,9 @@ def render_sarif(results: Sequence[FileResult]) -> str:
             }
             if finding.fix is not None:
                 entry["fixes"] = [_sarif_fix(finding, result.path)]
+            if cell is not None:
+                # the region counts lines within the cell, as notebook viewers show them
+                entry["properties"] = {"cell": cell}
             sarif_results.append(entry)
     document = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -169,8 +203,10 @@ def _sarif_fix(finding: Finding, path: str) -> dict[str, object]:
 def render_github(results: Sequence[FileResult]) -> str:
     lines = []
     for result in results:
-        for finding in result.findings:
+        for original in result.findings:
+            cell, finding = result.in_cell(original)
             span = finding.span
+            where = f"cell {cell}: " if cell is not None else ""
             properties = ",".join(
                 [
                     f"file={_github_property(json_path(result.path))}",
@@ -182,7 +218,7 @@ def render_github(results: Sequence[FileResult]) -> str:
                 ]
             )
             level = GITHUB_LEVELS[finding.severity]
-            lines.append(f"::{level} {properties}::{_github_data(finding.message)}")
+            lines.append(f"::{level} {properties}::{_github_data(where + finding.message)}")
     return "\n".join(lines)
 
 
@@ -196,18 +232,22 @@ def _github_property(text: str) -> str:
 
 def render_text_finding(finding: Finding, result: FileResult) -> str:
     """One finding in the ruff style, as rich markup: location, code, message, source, caret."""
+    cell, finding = result.in_cell(finding)
+    lines = result.source_lines(cell)
     span = finding.span
     style = STYLES[finding.severity]
     fixable = " [cyan][*][/cyan]" if finding.fix is not None else ""
     location = f"{span.start_line + 1}:{span.start_col + 1}"
+    if cell is not None:
+        location = f"cell {cell}:{location}"
     header = (
         f"[bold]{escape(display_path(result.path))}[/bold]:{location}: "
         f"[{style}]{finding.code}[/{style}]{fixable} {escape(finding.message)}"
     )
-    if not 0 <= span.start_line < len(result.lines):
+    if not 0 <= span.start_line < len(lines):
         return header
-    source = result.lines[span.start_line].expandtabs(4)
-    raw = result.lines[span.start_line]
+    source = lines[span.start_line].expandtabs(4)
+    raw = lines[span.start_line]
     prefix = raw[: span.start_col].expandtabs(4)
     end_col = span.end_col if span.end_line == span.start_line else len(raw)
     marked = raw[span.start_col : end_col].expandtabs(4) or " "

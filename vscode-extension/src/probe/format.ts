@@ -1,62 +1,75 @@
 // Number formatting shared by the extension and the report webview (no vscode imports).
+// The spec is the server's (server/torchdoctor/probe/units.py): at most three significant
+// digits without trailing zeros, binary byte units, SI prefixes for counts and FLOPs, µs below
+// 1 ms and s from 1000 ms, shapes as torch's tuples. tests/fixtures/format_cases.json holds the
+// cases both implementations are tested against.
 
-export function formatCount(value: number): string {
-  const abs = Math.abs(value);
-  if (abs >= 1e9) {
-    return `${trim(value / 1e9)} B`;
+const BYTE_UNITS = ["KiB", "MiB", "GiB", "TiB"] as const;
+const SI_PREFIXES: readonly (readonly [number, string])[] = [
+  [1e12, "T"],
+  [1e9, "G"],
+  [1e6, "M"],
+  [1e3, "K"],
+];
+
+/** At most three significant digits, trailing zeros dropped: 8.314 → "8.31", 5 → "5". */
+export function significant(value: number): string {
+  const magnitude = Math.abs(value);
+  const decimals = magnitude < 10 ? 2 : magnitude < 100 ? 1 : 0;
+  let text = value.toFixed(decimals);
+  if (text.includes(".")) {
+    text = text.replace(/0+$/, "").replace(/\.$/, "");
   }
-  if (abs >= 1e6) {
-    return `${trim(value / 1e6)} M`;
-  }
-  if (abs >= 1e3) {
-    return `${trim(value / 1e3)} K`;
-  }
-  return String(value);
+  return text === "-0" ? "0" : text;
 }
 
 export function formatBytes(value: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let scaled = value;
+  if (Math.abs(value) < 1024) {
+    return `${value.toFixed(0)} B`;
+  }
+  let amount = value / 1024;
   let unit = 0;
-  while (Math.abs(scaled) >= 1024 && unit < units.length - 1) {
-    scaled /= 1024;
+  while (Math.abs(amount) >= 1024 && unit < BYTE_UNITS.length - 1) {
+    amount /= 1024;
     unit += 1;
   }
-  return unit === 0 ? `${value} B` : `${trim(scaled)} ${units[unit] ?? ""}`;
+  return `${significant(amount)} ${BYTE_UNITS[unit] ?? ""}`;
 }
 
-export function formatMs(value: number): string {
-  if (value >= 1000) {
-    return `${trim(value / 1000)} s`;
+function withPrefix(value: number, unit: string): string {
+  for (const [scale, prefix] of SI_PREFIXES) {
+    if (Math.abs(value) >= scale) {
+      return `${significant(value / scale)} ${prefix}${unit}`;
+    }
   }
-  if (value >= 10) {
-    return `${value.toFixed(1)} ms`;
-  }
-  return `${value.toFixed(2)} ms`;
+  return unit ? `${significant(value)} ${unit}` : significant(value);
+}
+
+export function formatCount(value: number): string {
+  return withPrefix(value, "");
 }
 
 export function formatFlops(value: number): string {
-  const units: [number, string][] = [
-    [1e15, "PFLOP"],
-    [1e12, "TFLOP"],
-    [1e9, "GFLOP"],
-    [1e6, "MFLOP"],
-    [1e3, "KFLOP"],
-  ];
-  for (const [scale, unit] of units) {
-    if (Math.abs(value) >= scale) {
-      return `${trim(value / scale)} ${unit}`;
-    }
-  }
-  return `${value} FLOP`;
+  return withPrefix(value, "FLOP");
 }
 
-/** "(8, 10)"; "()" for a scalar. Anything that is not a list of numbers gives "". */
+/** A duration given in milliseconds. */
+export function formatMs(value: number): string {
+  if (Math.abs(value) >= 1000) {
+    return `${significant(value / 1000)} s`;
+  }
+  if (Math.abs(value) >= 1 || value === 0) {
+    return `${significant(value)} ms`;
+  }
+  return `${significant(value * 1000)} µs`;
+}
+
+/** "(8, 10)", "(8,)", "()". Anything that is not a list of numbers gives "". */
 export function formatShape(shape: unknown): string {
   if (!Array.isArray(shape) || !shape.every((dim) => typeof dim === "number")) {
     return "";
   }
-  return `(${shape.join(", ")})`;
+  return shape.length === 1 ? `(${String(shape[0])},)` : `(${shape.join(", ")})`;
 }
 
 /** Several shapes, e.g. an LSTM's output, h and c: "(8, 16, 128), (2, 8, 64), (2, 8, 64)". */
@@ -70,15 +83,11 @@ export function formatShapes(shapes: unknown): string {
     .join(", ");
 }
 
-/** A fraction 0..1 as a percentage: "45.2%", and "<0.1%" for what would round to nothing. */
+/** A fraction 0..1 as a percentage: "45%", "2.1%", and "<0.1%" for what would round to nothing. */
 export function formatPercent(fraction: number): string {
   const percent = fraction * 100;
   if (percent > 0 && percent < 0.05) {
     return "<0.1%";
   }
   return `${percent >= 10 ? percent.toFixed(0) : percent.toFixed(1)}%`;
-}
-
-function trim(value: number): string {
-  return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
 }

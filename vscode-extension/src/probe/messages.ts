@@ -1,6 +1,7 @@
 // Messages between the extension and the report webview, and the state the webview keeps
 // with setState so a reloaded window can draw the same report again.
-import type { ProbeReport } from "./reportTypes";
+import type { BuildArguments } from "./buildArguments";
+import type { ProbeReport, ProbeSummary } from "./reportTypes";
 
 export interface ProbeTarget {
   uri: string;
@@ -8,12 +9,16 @@ export interface ProbeTarget {
   /** File name shown in the title, e.g. "train.py". */
   fileLabel: string;
   input?: string;
+  /** Constructor arguments and precision pinned for the class. */
+  build?: BuildArguments;
+  /** Run the batch-size sweep too (the report view's button). */
+  batchSweep?: boolean;
 }
 
 export type ReportViewState =
   | { kind: "idle" }
   | { kind: "running"; target: ProbeTarget; message: string; percent?: number }
-  | { kind: "report"; target: ProbeTarget; report: ProbeReport }
+  | { kind: "report"; target: ProbeTarget; report: ProbeReport; previous?: ProbeSummary }
   | { kind: "error"; target: ProbeTarget; message: string }
   | { kind: "cancelled"; target: ProbeTarget };
 

@@ -10,12 +10,16 @@ import {
   WorkDoneProgress,
 } from "vscode-languageclient/node";
 import { SERVER_PROBE_COMMAND } from "../server/client";
+import { type BuildArguments, buildPayload } from "./buildArguments";
 import type { ProbeReport } from "./reportTypes";
 
 export interface ProbeArguments {
   uri: string;
   className: string;
   input?: string;
+  build?: BuildArguments;
+  /** Ask the server for the batch-size sweep (doubling batch sizes). */
+  batchSweep?: boolean;
 }
 
 export interface ProbeProgress {
@@ -42,9 +46,16 @@ export async function requestProbe(
     const message = value.message ?? (value.kind === "begin" ? value.title : "");
     onProgress({ message, percent: value.percentage });
   });
-  const payload: Record<string, string> = { uri: args.uri, className: args.className };
+  const payload: Record<string, unknown> = {
+    uri: args.uri,
+    className: args.className,
+    ...buildPayload(args.build),
+  };
   if (args.input !== undefined && args.input !== "") {
     payload.input = args.input;
+  }
+  if (args.batchSweep === true) {
+    payload.batchSweep = true;
   }
   try {
     const result: unknown = await client.sendRequest(

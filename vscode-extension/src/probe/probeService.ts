@@ -6,6 +6,8 @@ import * as vscode from "vscode";
 import type { ServerController } from "../server/controller";
 import { describeProbe, type ServerStatus } from "../server/status";
 import { probeAllowed, refuseProbe } from "../trust";
+import { describeBuild } from "./buildArguments";
+import { promptForInit, promptForPrecision } from "./buildPrompt";
 import { promptForInput } from "./input";
 import type { ProbeTarget } from "./messages";
 import { findModuleClasses, moduleClassAt, type ModuleClass } from "./moduleClasses";
@@ -40,7 +42,10 @@ export class ProbeService implements vscode.Disposable {
     }
   }
 
-  /** `torchdoctor.probeWithInput`: like probeCommand, but asks for (and pins) the input first. */
+  /**
+   * `torchdoctor.probeWithInput` ("Probe model with arguments…"): like probeCommand, but asks
+   * for (and pins) the constructor arguments, the input and the precision first.
+   */
   async probeWithInputCommand(uriArgument?: unknown): Promise<void> {
     if (!probeAllowed()) {
       refuseProbe();
@@ -53,12 +58,23 @@ export class ProbeService implements vscode.Disposable {
   }
 
   async changeInputAndRun(target: ProbeTarget): Promise<void> {
+    const pinnedBuild = this.store.pinnedBuild(target.uri, target.className);
+    const init = await promptForInit(target.className, pinnedBuild?.init);
+    if (init === undefined) {
+      return;
+    }
     const input = await promptForInput(target.className, this.store.pinnedInput(target.uri, target.className));
     if (input === undefined) {
       return;
     }
+    const precision = await promptForPrecision(pinnedBuild);
+    if (precision === undefined) {
+      return;
+    }
+    const build = { ...(init.value !== undefined ? { init: init.value } : {}), ...precision };
+    await this.store.pinBuild(target.uri, target.className, build);
     await this.store.pinInput(target.uri, target.className, input);
-    await this.run({ ...target, input: input.trim() === "" ? undefined : input.trim() });
+    await this.run({ ...target, input: input.trim() === "" ? undefined : input.trim(), build });
   }
 
   cancel(): void {
@@ -100,7 +116,10 @@ export class ProbeService implements vscode.Disposable {
     const panel = this.panel();
     panel.show({ kind: "running", target, message: "" });
     this.status.setProbing(target.className);
-    this.output.info(`Probing ${target.className} in ${target.uri}${target.input ? ` with input ${target.input}` : ""}`);
+    const built = describeBuild(target.build);
+    this.output.info(
+      `Probing ${target.className} in ${target.uri}${target.input ? ` with input ${target.input}` : ""}${built ? ` (${built})` : ""}`,
+    );
 
     try {
       const outcome = await vscode.window.withProgress(
@@ -116,7 +135,13 @@ export class ProbeService implements vscode.Disposable {
           let reported = 0;
           return requestProbe(
             client,
-            { uri: target.uri, className: target.className, input: target.input },
+            {
+              uri: target.uri,
+              className: target.className,
+              input: target.input,
+              build: target.build,
+              batchSweep: target.batchSweep === true,
+            },
             (update) => {
               // The notification wants increments; the panel wants the absolute value.
               const increment = update.percent !== undefined ? Math.max(0, update.percent - reported) : undefined;
@@ -136,9 +161,10 @@ export class ProbeService implements vscode.Disposable {
       switch (outcome.kind) {
         case "report": {
           const summary = summarize(target.uri, target.className, outcome.report);
+          const previous = this.store.lastProbe(target.uri, target.className);
           await this.store.recordProbe(summary);
           this.status.setLastProbe(summary);
-          panel.show({ kind: "report", target, report: outcome.report });
+          panel.show({ kind: "report", target, report: outcome.report, ...(previous ? { previous } : {}) });
           this.output.info(`Probe finished: ${describeProbe(summary)}`);
           break;
         }
@@ -203,6 +229,7 @@ export class ProbeService implements vscode.Disposable {
         detail: [
           last !== undefined ? describeProbe(last) : vscode.l10n.t("not probed yet"),
           pinned !== undefined ? vscode.l10n.t("input {0}", pinned) : undefined,
+          describeBuild(this.store.pinnedBuild(uri.toString(), moduleClass.name)),
         ]
           .filter((part) => part !== undefined)
           .join(" · "),
@@ -219,7 +246,8 @@ export class ProbeService implements vscode.Disposable {
 
   private target(uri: vscode.Uri, className: string): ProbeTarget {
     const input = this.store.pinnedInput(uri.toString(), className);
-    return { uri: uri.toString(), className, fileLabel: path.basename(uri.fsPath), input };
+    const build = this.store.pinnedBuild(uri.toString(), className);
+    return { uri: uri.toString(), className, fileLabel: path.basename(uri.fsPath), input, build };
   }
 }
 

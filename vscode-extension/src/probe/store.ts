@@ -1,9 +1,11 @@
 // What the extension remembers per workspace: the input pinned for each model class and the
 // figures of each class's last probe. Kept in workspaceState so they survive reloads.
 import type * as vscode from "vscode";
+import { type BuildArguments, isEmptyBuild } from "./buildArguments";
 import type { ProbeSummary } from "./reportTypes";
 
 const PINNED_INPUTS_KEY = "torchdoctor.pinnedInputs";
+const PINNED_BUILDS_KEY = "torchdoctor.pinnedBuilds";
 const LAST_PROBES_KEY = "torchdoctor.lastProbes";
 const MAX_REMEMBERED = 200;
 
@@ -29,6 +31,23 @@ export class ProbeStore {
       pins[key] = input.trim();
     }
     await this.state.update(PINNED_INPUTS_KEY, pins);
+  }
+
+  /** Constructor arguments and precision pinned for the class by "Probe model with arguments…". */
+  pinnedBuild(uri: string, className: string): BuildArguments | undefined {
+    return this.read<BuildArguments>(PINNED_BUILDS_KEY)[classKey(uri, className)];
+  }
+
+  async pinBuild(uri: string, className: string, build: BuildArguments | undefined): Promise<void> {
+    const pins = this.read<BuildArguments>(PINNED_BUILDS_KEY);
+    const key = classKey(uri, className);
+    if (isEmptyBuild(build)) {
+      // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- a string-keyed record
+      delete pins[key];
+    } else if (build !== undefined) {
+      pins[key] = build;
+    }
+    await this.state.update(PINNED_BUILDS_KEY, pins);
   }
 
   lastProbe(uri: string, className: string): ProbeSummary | undefined {

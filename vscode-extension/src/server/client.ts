@@ -15,6 +15,7 @@ import { readSettings, SECTION } from "./settings";
 
 export const CLIENT_ID = "torchdoctor";
 export const SERVER_PROBE_COMMAND = "torchdoctor.server.probe";
+export const SERVER_PROBE_DISTRIBUTED_COMMAND = "torchdoctor.server.probeDistributed";
 export const SERVER_FIX_ALL_COMMAND = "torchdoctor.server.fixAll";
 
 export interface ClientInputs {
@@ -71,6 +72,9 @@ export function createClient(inputs: ClientInputs): LanguageClient {
     documentSelector: [
       { scheme: "file", language: "python" },
       { scheme: "untitled", language: "python" },
+      // Python cells of Jupyter notebooks: the server announces notebook sync, so the client
+      // sends whole notebooks (notebookDocument/*) and asks for hovers and fixes per cell
+      { notebook: "jupyter-notebook", language: "python" },
     ],
     outputChannel,
     traceOutputChannel: outputChannel,

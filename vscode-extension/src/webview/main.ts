@@ -2,6 +2,7 @@
 // cancelled) and saves it with setState, so after a window reload the panel shows the same
 // report before the extension has said anything.
 import type { ProbeTarget, ReportViewState, ShowStateMessage, WebviewMessage } from "../probe/messages";
+import type { ProbeSummary } from "../probe/reportTypes";
 import { button, el } from "./dom";
 import { reportSections, type ReportContext } from "./report";
 
@@ -54,14 +55,15 @@ function render(saved: SavedState): void {
       root.append(header(state.target, true), errorView(state.target, state.message));
       return;
     case "report":
-      root.append(header(state.target, true), ...reportSections(state.report, reportContext(state.target)));
+      root.append(header(state.target, true), ...reportSections(state.report, reportContext(state.target, state.previous)));
       return;
   }
 }
 
 /** What the report's sections need from the view: its strings, and links back to the editor. */
-function reportContext(target: ProbeTarget): ReportContext {
+function reportContext(target: ProbeTarget, previous?: ProbeSummary): ReportContext {
   return {
+    ...(previous !== undefined ? { previous } : {}),
     t,
     reveal: (file, line) => {
       reveal(file, line, target);
@@ -75,11 +77,14 @@ function header(target: ProbeTarget, actions: boolean): HTMLElement {
   if (actions) {
     bar.append(
       button(t("rerun"), () => {
-        post({ type: "rerun", target });
+        post({ type: "rerun", target: { ...target, batchSweep: false } }); // the sweep only on request
       }),
       button(t("changeInput"), () => {
         post({ type: "changeInput", target });
       }, { class: "secondary" }),
+      button(t("sweepRun"), () => {
+        post({ type: "rerun", target: { ...target, batchSweep: true } });
+      }, { class: "secondary", id: "batch-sweep-button" }),
     );
   }
   return el("header", {}, title, bar);

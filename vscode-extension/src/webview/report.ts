@@ -2,6 +2,7 @@
 // findings, warnings, graph breaks, the distributed-training advice and the probe's stages.
 // Every field may be missing (see reportTypes.ts): a section or card without data is left
 // out rather than drawn empty or with "undefined" in it.
+import { constructionText, precisionText } from "../probe/buildFigures";
 import type {
   ProbeDevice,
   ProbeFinding,
@@ -11,6 +12,7 @@ import type {
   ProbeModuleRow,
   ProbeRecommendation,
   ProbeReport,
+  ProbeSummary,
   ProbeTimingStats,
   ProbeTopOp,
 } from "../probe/reportTypes";
@@ -28,8 +30,11 @@ import {
 } from "../probe/reportFigures";
 import { barChart, type Bar } from "./charts";
 import { el } from "./dom";
+import { comparisonSection, sweepSection } from "./sweep";
 
 export interface ReportContext {
+  /** The figures of the previous probe of the same class, to compare with. */
+  previous?: ProbeSummary;
   /** A localized UI string, with {0}… replaced by `args`. */
   t: (key: string, ...args: string[]) => string;
   /** Asks the extension to open `file` at `line` in the editor. */
@@ -39,8 +44,10 @@ export interface ReportContext {
 export function reportSections(report: ProbeReport, ctx: ReportContext): HTMLElement[] {
   return [
     summary(report, ctx),
+    comparisonSection(report, ctx.previous, ctx),
     modulesTable(report.modules ?? [], ctx),
     el("div", { class: "charts" }, ...charts(report, ctx)),
+    sweepSection(report, ctx),
     topOps(report, ctx),
     findings(report.findings ?? [], ctx),
     warnings(report.warnings ?? [], ctx),
@@ -96,6 +103,8 @@ function summary(report: ProbeReport, ctx: ReportContext): HTMLElement {
       sub: inputSource(report, ctx),
       attributes: { class: "card wide" },
     },
+    { label: t("builtWith"), value: constructionText(report), sub: report.construction?.detail ?? undefined },
+    { label: t("precision"), value: precisionText(report), attributes: { "data-precision": "" } },
   ];
   const list = el("dl", { class: "cards" });
   for (const card of cards) {

@@ -1,4 +1,4 @@
-"""One module per rule family; importing this package registers every rule."""
+"""One package per rule family, one module per rule. Importing this registers every rule."""
 
 from . import api, autograd, data, distributed, evaluation, layout, modules, syntax
 

@@ -1,0 +1,114 @@
+"""The call a name or `self.attr` holds at a place: the assignment that reaches it in its
+function (else the one at module level); for `self.attr`, the one assignment in the class.
+Calls that move or switch a module (`.to(device)`, `.eval()`) return the module, so they are
+looked through."""
+
+from __future__ import annotations
+
+import ast
+
+from .context import RuleContext
+from .dataflow import flow_of
+from .semantics import BlockIndex, Semantics, dotted_name
+from .training import function_scope
+
+MOVES = ("to", "cuda", "cpu", "float", "double", "half", "train", "eval")
+
+
+def without_moves(value: ast.AST) -> ast.AST:
+    """`Net(...).to(device).eval()` → `Net(...)`: modules come back from these calls."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MOVES
+        and isinstance(value.func.value, ast.Call)
+    ):
+        value = value.func.value
+    return value
+
+
+def assigned_call(sem: Semantics, node: ast.AST) -> ast.Call | None:
+    """The call a name or `self.attr` holds at `node`: the assignment that reaches it in its
+    function (else the one module-level assignment); for `self.attr`, the one assignment in
+    the class; for other attributes, the one in the file."""
+    dotted = sem.dotted(node)
+    if dotted is None:
+        return None
+    value: ast.AST | None = None
+    if isinstance(node, ast.Name):
+        value = _reaching_value(sem, node)
+    else:
+        method = sem.enclosing_function(node)
+        cls = sem.parent(method) if method is not None else None
+        found: list[ast.AST] = []
+        for assign in assignments_by_target(sem).get(dotted, []):
+            assert assign.value is not None
+            if dotted.startswith("self."):
+                owner = sem.enclosing_function(assign)
+                if owner is None or sem.parent(owner) is not cls:
+                    continue
+            found.append(assign.value)
+        value = found[0] if len(found) == 1 else None
+    if value is None:
+        return None
+    value = without_moves(value)
+    return value if isinstance(value, ast.Call) else None
+
+
+def _reaching_value(sem: Semantics, name: ast.Name) -> ast.AST | None:
+    scope = function_scope(sem, name)
+    flow = flow_of(sem, scope)
+    definition = flow.reaching(name.id, name)
+    if definition is None:
+        definitions = flow.definitions.get(name.id, [])
+        if definitions:
+            return None  # bound later in this scope only (a loop) or more than once: unclear
+        if scope is sem.tree:
+            return None
+        definitions = flow_of(sem, sem.tree).definitions.get(name.id, [])
+        if len(definitions) != 1:
+            return None
+        definition = definitions[0]
+    node = definition.node
+    if isinstance(node, ast.Assign) and not (
+        len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    ):
+        return None
+    if not isinstance(node, ast.Assign | ast.AnnAssign):
+        return None
+    return definition.value
+
+
+def assignments_by_target(sem: Semantics) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
+    """Single-target assignments by their dotted target, computed once per document (of the
+    whole file, even for a view focused on some blocks)."""
+    sem = sem.whole
+    index = sem.derived.get("modules:assignments")
+    if index is None:
+        index = {}
+        for found in sem.per_block("modules:assignments", _block_assignments):
+            for dotted, assigns in found.items():
+                index.setdefault(dotted, []).extend(assigns)
+        sem.derived["modules:assignments"] = index
+    return index
+
+
+def _block_assignments(
+    sem: Semantics, block: BlockIndex
+) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
+    index: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
+    for assign in block.assigns:
+        if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:
+            continue
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        if len(targets) != 1:
+            continue
+        dotted = dotted_name(targets[0])
+        if dotted is not None:
+            index.setdefault(dotted, []).append(assign)
+    return index
+
+
+def definition_of(ctx: RuleContext, node: ast.AST) -> ast.Call | None:
+    """The constructor call assigned to a name or `self.attr` (see `assigned_call`)."""
+    return assigned_call(ctx.sem, node)

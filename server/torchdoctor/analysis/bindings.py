@@ -1,0 +1,170 @@
+"""Where names are bound and what they hold: the scope of a node, whether two places see the same
+binding, assignments by target, module-level functions, the methods of a class, the local
+class an instance was built from, the calls of a plain name."""
+
+from __future__ import annotations
+
+import ast
+
+from .dataflow import flow_of
+from .semantics import FUNCTION_NODES, Function, Semantics
+from .training import function_scope
+
+
+def assigned_name(sem: Semantics, call: ast.Call) -> str | None:
+    """`train_loader` for `train_loader = DataLoader(...)` (also `self.loader = ...`)."""
+    parent = sem.parent(call)
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is call:
+        return sem.dotted(parent.targets[0])
+    if isinstance(parent, ast.AnnAssign) and parent.value is call:
+        return sem.dotted(parent.target)
+    if isinstance(parent, ast.NamedExpr) and parent.value is call:
+        return parent.target.id
+    return None
+
+
+def enclosing_class(sem: Semantics, node: ast.AST) -> ast.ClassDef | None:
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, ast.ClassDef):
+            return ancestor
+    return None
+
+
+def same_binding(sem: Semantics, dotted: str, bound_at: ast.AST, used_at: ast.AST) -> bool:
+    """Whether `dotted` used at `used_at` can be the value bound at `bound_at`. It depends on
+    the two places only through their `binding_scope`s."""
+    if dotted.startswith("self."):
+        return enclosing_class(sem, bound_at) is enclosing_class(sem, used_at)
+    bound_scope = scope_of(sem, bound_at)
+    used_scope = scope_of(sem, used_at)
+    if bound_scope is used_scope:
+        return True
+    if isinstance(bound_scope, ast.Module):
+        # a global read from a function that does not bind the name itself
+        return dotted.split(".", 1)[0] not in names_bound_in(sem, used_scope)
+    return False
+
+
+def scope_of(sem: Semantics, node: ast.AST) -> ast.AST:
+    """The function holding `node`, else the module (memoised: rules ask often)."""
+    memo = sem.derived.setdefault("data:scopes", {})
+    scope = memo.get(id(node))
+    if scope is None:
+        scope = memo[id(node)] = function_scope(sem, node)
+    return scope
+
+
+def names_bound_in(sem: Semantics, scope: ast.AST) -> set[str]:
+    """Plain names a function binds itself (parameters, assignments, loop targets)."""
+    sem = sem.whole  # a fact of the file, even for a focused view
+    index = sem.derived.get("data:bound_names")
+    if index is None:
+        index = {}
+        for function in sem.functions:
+            arguments = function.args
+            index[id(function)] = {
+                arg.arg
+                for arg in [
+                    *arguments.posonlyargs,
+                    *arguments.args,
+                    *arguments.kwonlyargs,
+                    arguments.vararg,
+                    arguments.kwarg,
+                ]
+                if arg is not None
+            }
+        targets: list[tuple[ast.AST, ast.AST]] = []
+        for assign in sem.assigns:
+            for target in assign.targets if isinstance(assign, ast.Assign) else [assign.target]:
+                targets.append((assign, target))
+        for loop in sem.loops:
+            if isinstance(loop, ast.For | ast.AsyncFor):
+                targets.append((loop, loop.target))
+        for statement, target in targets:
+            function = sem.enclosing_function(statement)
+            if function is None:
+                continue
+            names = index.setdefault(id(function), set())
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    names.add(node.id)
+        sem.derived["data:bound_names"] = index
+    return index.get(id(scope), set())
+
+
+def at_module_level(sem: Semantics, node: ast.AST) -> bool:
+    return not any(isinstance(ancestor, FUNCTION_NODES) for ancestor in sem.ancestors(node))
+
+
+def module_functions(sem: Semantics) -> dict[str, Function]:
+    """Functions defined at module level (outside classes), by name."""
+    sem = sem.whole  # a fact of the file, even for a focused view
+    found = sem.derived.get("data:module_functions")
+    if found is None:
+        found = {}
+        for function in sem.functions:
+            if at_module_level(sem, function):
+                found[function.name] = function
+        sem.derived["data:module_functions"] = found
+    return found
+
+
+def methods_of(cls: ast.ClassDef) -> dict[str, Function]:
+    return {
+        node.name: node
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def class_of_instance(sem: Semantics, name: str, at: ast.AST) -> ast.ClassDef | None:
+    """The local class `name` was built from (`trainer = Trainer(...)`), when it was."""
+    definition = flow_of(sem, function_scope(sem, at)).reaching(name, at)
+    if definition is None or not isinstance(definition.value, ast.Call):
+        return None
+    constructor = definition.value.func
+    if not isinstance(constructor, ast.Name):
+        return None
+    for cls in sem.classes:
+        if cls.name == constructor.id and at_module_level(sem, cls):
+            return cls
+    return None
+
+
+def assignments_to(sem: Semantics, dotted: str) -> list[ast.Assign | ast.AnnAssign]:
+    """Every `dotted = ...` in the file, from an index built once."""
+    sem = sem.whole  # a fact of the file, even for a focused view
+    index = sem.derived.get("data:assignments")
+    if index is None:
+        index = {}
+        for assign in sem.assigns:
+            if isinstance(assign, ast.Assign):
+                targets = assign.targets
+            elif isinstance(assign, ast.AnnAssign):
+                targets = [assign.target]
+            else:
+                continue
+            for target in targets:
+                name = sem.dotted(target)
+                if name is not None:
+                    index.setdefault(name, []).append(assign)
+        sem.derived["data:assignments"] = index
+    return index.get(dotted, [])
+
+
+def _calls_of_builtin(sem: Semantics, name: str) -> list[ast.Call]:
+    sem = sem.whole  # a fact of the file, even for a focused view
+    index = sem.derived.get("data:name_calls")
+    if index is None:
+        index = {}
+        for call in sem.calls:
+            if isinstance(call.func, ast.Name):
+                index.setdefault(call.func.id, []).append(call)
+        sem.derived["data:name_calls"] = index
+    return index.get(name, [])
+
+
+def calls_by_name(sem: Semantics, name: str) -> list[ast.Call]:
+    """Calls of a plain name (`train(...)`), from one shared index."""
+    sem = sem.whole  # a fact of the file, even for a focused view
+    return _calls_of_builtin(sem, name)

@@ -1,0 +1,81 @@
+"""The DataLoader calls of a file, with their arguments bound to parameter names as Python binds
+them."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .semantics import Semantics
+
+LOADER_CLASSES = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+LOADER_POSITIONAL = (
+    "dataset",
+    "batch_size",
+    "shuffle",
+    "sampler",
+    "batch_sampler",
+    "num_workers",
+    "collate_fn",
+    "pin_memory",
+    "drop_last",
+    "timeout",
+    "worker_init_fn",
+    "multiprocessing_context",
+    "generator",
+)
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """The arguments of one call bound to parameter names, like Python binds them."""
+
+    call: ast.Call
+    values: dict[str, ast.expr]
+    nodes: dict[str, ast.AST]  # the keyword node, or the positional expression
+    positional: frozenset[str]
+    open: bool  # `*args` / `**kwargs`: parameters not bound here may still be passed
+
+    def get(self, name: str) -> ast.expr | None:
+        return self.values.get(name)
+
+    def bound(self, name: str) -> bool:
+        return name in self.values
+
+    def unset(self, name: str) -> bool:
+        """Not passed, and no `*args`/`**kwargs` could pass it."""
+        return name not in self.values and not self.open
+
+
+def bind_arguments(call: ast.Call, positional_names: tuple[str, ...]) -> Arguments:
+    values: dict[str, ast.expr] = {}
+    nodes: dict[str, ast.AST] = {}
+    positional: set[str] = set()
+    is_open = False
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            is_open = True
+            break
+        if index < len(positional_names):
+            name = positional_names[index]
+            values[name] = arg
+            nodes[name] = arg
+            positional.add(name)
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            is_open = True
+            continue
+        values[keyword.arg] = keyword.value
+        nodes[keyword.arg] = keyword
+    return Arguments(call, values, nodes, frozenset(positional), is_open)
+
+
+def loader_calls(sem: Semantics) -> list[tuple[ast.Call, Arguments]]:
+    """Every `torch.utils.data.DataLoader(...)` in the document, under any import alias."""
+    found = sem.derived.get("data:loaders")
+    if found is None:
+        found = sem.derived["data:loaders"] = [
+            (call, bind_arguments(call, LOADER_POSITIONAL))
+            for call in sem.calls_to(*LOADER_CLASSES)
+        ]
+    return found

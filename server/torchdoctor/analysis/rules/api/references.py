@@ -1,0 +1,148 @@
+"""How a file refers to torch symbols: its imports, attribute chains used as values, and the
+spelling of another symbol through the aliases the file already has."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from ...context import RuleContext
+from ...semantics import BlockIndex, Semantics
+from .symbols import AMP_SYMBOLS, DEPRECATED, PRIVATE_ALIASES, REMOVED
+
+V2_TO_TENSOR = (
+    "torchvision.transforms.v2.ToTensor",
+    "torchvision.transforms.v2._deprecated.ToTensor",
+)
+
+
+# The last names of every symbol a reference check looks for: a cheap filter before resolving.
+_REFERENCED_NAMES = frozenset(
+    qualname.rsplit(".", 1)[-1]
+    for qualname in (*REMOVED, *DEPRECATED, *AMP_SYMBOLS, *PRIVATE_ALIASES, *V2_TO_TENSOR)
+)
+
+
+def spell(sem: Semantics, node: ast.AST, target: str) -> str | None:
+    """Source text naming `target`, through the alias `node` already uses (`F.upsample` →
+    `F.interpolate`) or else through this file's own `torch` import."""
+    best: tuple[int, int, str] | None = None  # (module length, is the call's own alias, name)
+    dotted = sem.dotted(node)
+    own = None
+    if dotted is not None and isinstance(node, ast.Attribute):
+        own = dotted.split(".", 1)[0]
+    for name, module in sem.imports.items():
+        if target.startswith(module + ".") and module.startswith("torch"):
+            candidate = (len(module), int(name == own), name)
+            if best is None or candidate > best:
+                best = candidate
+    if own is not None:
+        module = sem.imports.get(own)
+        if module is not None and target.startswith(module + "."):
+            if best is None or len(module) >= best[0]:
+                best = (len(module), 1, own)
+    if best is not None:
+        name = best[2]
+        return name + target[len(sem.imports[name]) :]
+    if target.startswith("torch."):
+        root = sem.name_bound_to("torch", plain_first=True)
+        if root is not None:
+            return root + target[len("torch") :]
+    return None
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """A use of an imported name that is not a call: a decorator, a base class, an argument."""
+
+    node: ast.Attribute
+    qualname: str
+
+
+def attribute_references(sem: Semantics) -> list[_Reference]:
+    """Attribute chains used as values (decorators, base classes, arguments, right-hand sides),
+    found through the indexes, not by walking the tree again. Calls are handled separately."""
+    cached = sem.derived.get("api.references")
+    if cached is not None:
+        return cached
+    # found block by block and kept on each block while the imports stay (an edit is cheap)
+    references = [
+        reference
+        for found in sem.per_block("api.references", _block_references)
+        for reference in found
+    ]
+    sem.derived["api.references"] = references
+    return references
+
+
+def _block_references(sem: Semantics, block: BlockIndex) -> list[_Reference]:
+    candidates: list[ast.AST] = []
+    for function in block.functions:
+        candidates.extend(function.decorator_list)
+    for cls in block.classes:
+        candidates.extend(cls.decorator_list)
+        candidates.extend(cls.bases)
+    for call in block.calls:
+        for arg in call.args:
+            candidates.extend(arg.elts if isinstance(arg, ast.List | ast.Tuple) else (arg,))
+        candidates.extend(keyword.value for keyword in call.keywords)
+    for assign in block.assigns:
+        if assign.value is not None:
+            candidates.append(assign.value)
+    references: list[_Reference] = []
+    seen: set[int] = set()
+    for node in candidates:
+        if type(node) is not ast.Attribute or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.attr not in _REFERENCED_NAMES and not _in_private_module(node):
+            continue
+        qualname = sem.qualname(node)
+        if qualname is not None:
+            references.append(_Reference(node, qualname))
+    return references
+
+
+def _in_private_module(node: ast.Attribute) -> bool:
+    value = node.value
+    while isinstance(value, ast.Attribute):
+        if value.attr.startswith("_"):
+            return True
+        value = value.value
+    return False
+
+
+def import_nodes(ctx: RuleContext) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement, in source order (one walk, shared by the rules that need it)."""
+    sem = ctx.sem
+    cached = sem.derived.get("api.imports")
+    if cached is None:
+        cached = [node for node in sem.parents if isinstance(node, ast.Import | ast.ImportFrom)]
+        cached.sort(key=lambda node: (node.lineno, node.col_offset))
+        sem.derived["api.imports"] = cached
+    return cached
+
+
+def imported_qualnames(node: ast.ImportFrom) -> Iterator[tuple[ast.alias, str]]:
+    if node.level or node.module is None:
+        return
+    for alias in node.names:
+        if alias.name != "*":
+            yield alias, f"{node.module}.{alias.name}"
+
+
+def imports_any(ctx: RuleContext, wanted: Iterable[str], text_hints: tuple[str, ...] = ()) -> bool:
+    """Cheap test before walking for import statements: does any import bind a wanted name?"""
+    wanted_set = set(wanted)
+    if any(target in wanted_set for target in ctx.sem.imports.values()):
+        return True
+    return any(hint in ctx.doc.text for hint in text_hints)
+
+
+def rebuild_import_from(module: str, names: list[tuple[str, str | None]]) -> str:
+    parts = [
+        name if asname is None or asname == name else f"{name} as {asname}"
+        for name, asname in names
+    ]
+    return f"from {module} import {', '.join(parts)}"

@@ -1,0 +1,255 @@
+"""TD104 loss-graph-leak: A loss tensor accumulated across iterations without .item()/.detach()
+keeps every graph."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...context import RuleContext
+from ...dataflow import Definition, ScopeFlow, flow_of, names_with_history
+from ...findings import Finding, Fix, Severity, rule
+from ...semantics import Function, Loop, Semantics, ValueKind
+from ...summaries import computes_loss, in_no_grad, returned_names, summaries_of
+from ...training import function_scope, training_of
+
+
+@rule(
+    "TD104",
+    "loss-graph-leak",
+    Severity.WARNING,
+    "A loss tensor accumulated across iterations without .item()/.detach() keeps every graph.",
+    fixable=True,
+)
+def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    structure = training_of(sem)
+    mentioned_in_backward = _names_in_backward(sem, structure.backward_calls)
+    backward_receivers = _backward_receivers_by_loop(sem, structure.backward_calls)
+    for target, value, kind, loop in _accumulations(sem):
+        target_name = sem.dotted(target)
+        if target_name is None:
+            continue
+        function = sem.enclosing_function(value)
+        if (id(function), target_name) in mentioned_in_backward:
+            continue  # the sum or list is back-propagated on purpose
+        statement = sem.enclosing_statement(value)
+        if statement is None or in_no_grad(sem, statement):
+            continue
+        if _defined_in_iteration(ctx, target_name, statement, loop):
+            continue
+        method = "item" if kind == "sum" else "detach"
+        losses = [
+            n for n in names_with_history(value) if _is_loss(ctx, n, loop, backward_receivers)
+        ]
+        # asked last: it reads the whole function, and most accumulations are not losses
+        if not losses:
+            if _is_direct_loss(ctx, value) and not _returned_as_loss(
+                ctx, function, target_name, loop
+            ):
+                yield _direct_loss_finding(ctx, value, target_name, method)
+            continue
+        if _returned_as_loss(ctx, function, target_name, loop):
+            continue
+        names = ", ".join(dict.fromkeys(f"`{n.id}`" for n in losses))
+        message = (
+            f"{names} keeps its autograd graph when accumulated into `{target_name}`: the "
+            "graph of every iteration stays referenced and memory grows each step; "
+            f"accumulate `.{method}()`"
+        )
+        fix = Fix(
+            f"Use `{losses[0].id}.{method}()`",
+            tuple(ctx.replace(n, f"{n.id}.{method}()") for n in losses),
+        )
+        yield ctx.finding("TD104", value, message, fix)
+
+
+def _returned_as_loss(ctx: RuleContext, function: Function | None, target: str, loop: Loop) -> bool:
+    """A loss function summing its terms (`total += F.mse_loss(a, b)` over feature maps) and
+    returning the sum, or a value computed from it: the graph is the loss its caller
+    back-propagates, not a leak. Only where the function never back-propagates and the loop
+    runs no model (an evaluation loop returning its summed losses still leaks)."""
+    sem = ctx.sem
+    summary = summaries_of(sem).of(function)
+    if function is None or summary is None or summary.calls_backward:
+        return False
+    if any(sem.kind_of(call.func) is ValueKind.MODEL for call in training_of(sem).calls_in(loop)):
+        return False
+    return target in _feeding_returns(ctx, function)
+
+
+def _feeding_returns(ctx: RuleContext, function: Function) -> set[str]:
+    """Names whose values reach a `return` of the function through its assignments."""
+    sem = ctx.sem
+    cache: dict[int, set[str]] = sem.derived.setdefault("autograd:feeding_returns", {})
+    found = cache.get(id(function))
+    if found is not None:
+        return found
+    flow = flow_of(sem, function)
+    found = set(returned_names(sem, function))
+    pending = list(found)
+    while pending:
+        name = pending.pop()
+        for definition in flow.definitions.get(name, ()):
+            if definition.value is None:
+                continue
+            for source in names_with_history(definition.value):
+                if source.id not in found:
+                    found.add(source.id)
+                    pending.append(source.id)
+    cache[id(function)] = found
+    return found
+
+
+def _backward_receivers_by_loop(
+    sem: Semantics, backward_calls: list[ast.Call]
+) -> set[tuple[int, str]]:
+    """(loop, name) for every `name.backward()` and each loop around it: one pass, so that
+    asking about one name in one loop costs a set lookup."""
+    found: set[tuple[int, str]] = set()
+    for call in backward_calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            for loop in sem.enclosing_loops(call):
+                found.add((id(loop), func.value.id))
+    return found
+
+
+def _is_direct_loss(ctx: RuleContext, value: ast.AST) -> bool:
+    """`total += F.mse_loss(out, y)`: the loss call itself is accumulated (not its `.data`)."""
+    return isinstance(value, ast.Call | ast.Attribute) and computes_loss(ctx.sem, value)
+
+
+def _direct_loss_finding(ctx: RuleContext, value: ast.AST, target: str, method: str) -> Finding:
+    message = (
+        f"this loss keeps its autograd graph when accumulated into `{target}`: the graph of "
+        f"every iteration stays referenced and memory grows each step; accumulate `.{method}()`"
+    )
+    fix = Fix(
+        f"Accumulate `.{method}()`",
+        (ctx.replace(value, f"{ctx.doc.source_of(value)}.{method}()"),),
+    )
+    return ctx.finding("TD104", value, message, fix)
+
+
+def _accumulations(sem: Semantics) -> list[tuple[ast.AST, ast.AST, str, Loop]]:
+    """(target, accumulated value, "sum"|"list", innermost loop) for `t += v`, `t = t + v` and
+    `t.append(v)` inside loops."""
+    found: list[tuple[ast.AST, ast.AST, str]] = []
+    for assign in sem.assigns:
+        if isinstance(assign, ast.AugAssign) and isinstance(assign.op, ast.Add):
+            found.append((assign.target, assign.value, "sum"))
+        elif (
+            isinstance(assign, ast.Assign)
+            and len(assign.targets) == 1
+            and isinstance(assign.value, ast.BinOp)
+            and isinstance(assign.value.op, ast.Add)
+        ):
+            target_name = sem.dotted(assign.targets[0])
+            left, right = assign.value.left, assign.value.right
+            if target_name is not None and sem.dotted(left) == target_name:
+                found.append((assign.targets[0], right, "sum"))
+            elif target_name is not None and sem.dotted(right) == target_name:
+                found.append((assign.targets[0], left, "sum"))
+    for call in sem.method_calls("append"):
+        if call.args and isinstance(call.func, ast.Attribute):
+            found.append((call.func.value, call.args[0], "list"))
+    result = []
+    for target, value, kind in found:
+        loops = sem.enclosing_loops(value)
+        if loops:  # only the innermost loop reports, so one accumulation gives one finding
+            result.append((target, value, kind, loops[0]))
+    return result
+
+
+def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[tuple[int, str]]:
+    """(function, name) for the names reaching a backward call in that function
+    (`torch.stack(losses).mean().backward()`): a list or sum gathered to be back-propagated."""
+    names: set[tuple[int, str]] = set()
+    for call in backward_calls:
+        owner = id(sem.enclosing_function(call))
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        roots = [receiver, *call.args] if receiver is not None else list(call.args)
+        # `accelerator.backward(loss)` takes the loss as an argument; `loss = losses[i]` in a
+        # later loop back-propagates what the list kept: follow names to their definitions.
+        pending: list[tuple[ast.AST, int]] = [(root, 0) for root in roots]
+        flow = None
+        while pending:
+            root, depth = pending.pop()
+            for node in ast.walk(root):
+                dotted = sem.dotted(node)
+                if dotted is not None:
+                    names.add((owner, dotted))
+                if depth < 2 and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    flow = flow or flow_of(sem, function_scope(sem, call))
+                    definition = flow.reaching(node.id, call)
+                    if definition is not None and definition.value is not None:
+                        pending.append((definition.value, depth + 1))
+    return names
+
+
+def _defined_in_iteration(ctx: RuleContext, name: str, statement: ast.stmt, loop) -> bool:  # type: ignore[no-untyped-def]
+    """Reset inside the loop before it is accumulated: it does not outlive the iteration."""
+    flow = flow_of(ctx.sem, function_scope(ctx.sem, statement))
+    definition = flow.reaching(name, statement)
+    return (
+        definition is not None
+        and not isinstance(definition.node, ast.AugAssign)
+        and ctx.sem.in_loop(definition.node, loop)
+        and not _is_self_update(ctx, definition, name)
+    )
+
+
+def _is_self_update(ctx: RuleContext, definition: Definition, name: str) -> bool:
+    value = definition.value
+    return isinstance(value, ast.BinOp) and name in (
+        ctx.sem.dotted(value.left),
+        ctx.sem.dotted(value.right),
+    )
+
+
+def _is_loss(
+    ctx: RuleContext, name: ast.Name, loop: Loop, backward_receivers: set[tuple[int, str]]
+) -> bool:
+    """A tensor with history: back-propagated in this loop, or computed by a loss function."""
+    sem = ctx.sem
+    if (id(loop), name.id) in backward_receivers:
+        return True
+    flow = flow_of(sem, function_scope(sem, name))
+    definition = flow.reaching(name.id, name)
+    if definition is None or definition.value is None:
+        return False
+    if in_no_grad(sem, definition.node):
+        return False
+    if _computed_without_grad(ctx, flow, definition, 0):
+        return False
+    return computes_loss(sem, definition.value)
+
+
+def _computed_without_grad(
+    ctx: RuleContext, flow: ScopeFlow, definition: Definition, depth: int
+) -> bool:
+    """Every value this one is computed from was made under no_grad (`outputs = model(x)` in a
+    `with torch.no_grad():` block, then `loss = outputs.loss` outside it): it has no graph."""
+    value = definition.value
+    if value is None or depth > 3:
+        return False
+    sources = names_with_history(value)
+    if not sources or computes_loss(ctx.sem, _without_attribute_reads(value)):
+        return False
+    for source in sources:
+        reaching = flow.reaching(source.id, definition.node)
+        if reaching is None or reaching.value is None:
+            return False
+        if not in_no_grad(ctx.sem, reaching.node) and not _computed_without_grad(
+            ctx, flow, reaching, depth + 1
+        ):
+            return False
+    return True
+
+
+def _without_attribute_reads(value: ast.AST) -> ast.AST:
+    """`outputs.loss` → `outputs`: reading a field makes no new graph; a call may."""
+    while isinstance(value, ast.Attribute | ast.Subscript):
+        value = value.value
+    return value

@@ -1,0 +1,59 @@
+"""TD107 step-before-backward: optimizer.step() runs before loss.backward() in the same
+iteration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ...context import RuleContext
+from ...findings import Finding, Severity, rule
+from ...training import (
+    exits_after,
+    in_exclusive_branches,
+    position,
+    runs_every_iteration,
+    step_target_name,
+    training_of,
+)
+from ._shared import move_after_fix
+
+
+@rule(
+    "TD107",
+    "step-before-backward",
+    Severity.WARNING,
+    "optimizer.step() runs before loss.backward() in the same iteration.",
+    fixable=True,
+)
+def step_before_backward(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for entry in training_of(sem).training_loops:
+        for step in entry.step_calls:
+            if step.args and "scaler" not in (sem.dotted(step.func.value) or "").lower():  # type: ignore[attr-defined]
+                continue  # `optimizer.step(closure)` computes its own gradients
+            if not runs_every_iteration(sem, step, entry.loop, inner_loops_conditional=True):
+                continue  # `if i % k == 0: opt.step()` at the top of an accumulation loop
+            before = [b for b in entry.backward_calls if position(b) < position(step)]
+            after = [
+                b
+                for b in entry.backward_calls
+                if position(b) > position(step) and not in_exclusive_branches(sem, b, step)
+            ]
+            if before or not after:
+                continue
+            statement = sem.enclosing_statement(step)
+            if statement is not None and exits_after(sem, statement):
+                continue
+            target = step_target_name(step) or "optimizer"
+            backward = ctx.doc.source_of(after[0])
+            message = (
+                f"`{target}.step()` runs before `{backward}` in this iteration: it applies the "
+                "gradients left in `.grad` (none after `zero_grad()`, else the previous "
+                "batch's), never this batch's; call `step()` after `backward()`"
+            )
+            fix = None
+            if statement is not None and "scaler" not in ctx.doc.source_of(step).lower():
+                fix = move_after_fix(
+                    ctx, statement, after[0], f"Move `{target}.step()` after the backward pass"
+                )
+            yield ctx.finding("TD107", step, message, fix)

@@ -1,0 +1,224 @@
+"""TD109 unscaled-accumulation: Gradient accumulation over k batches without dividing the loss by
+k."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...context import RuleContext
+from ...dataflow import flow_of
+from ...findings import Edit, Finding, Fix, Severity, Span, rule
+from ...training import TrainingLoop, function_scope, training_of
+
+
+@rule(
+    "TD109",
+    "unscaled-accumulation",
+    Severity.INFORMATION,
+    "Gradient accumulation over k batches without dividing the loss by k.",
+    fixable=True,
+)
+def unscaled_accumulation(ctx: RuleContext) -> Iterator[Finding]:
+    sem = ctx.sem
+    for entry in training_of(sem).training_loops:
+        if len(entry.optimizer_names) != 1 or not entry.zeroing:
+            continue
+        conditions = [_modulo_condition(ctx, step, entry.loop) for step in entry.step_calls]
+        if any(c is None for c in conditions):
+            continue  # the optimizer also steps on every iteration
+        if not all(_modulo_condition(ctx, zero, entry.loop) for zero in entry.zeroing):
+            continue  # gradients are cleared every iteration: nothing accumulates
+        if not _scale_matters(ctx, entry):
+            continue
+        branch, divisor = conditions[0]  # type: ignore[misc]
+        for backward in entry.backward_calls:
+            if any(backward in _walk_set(c[0]) for c in conditions if c is not None):
+                continue
+            if sem.enclosing_loops(backward)[:1] != [entry.loop]:
+                continue
+            loss = _backward_loss(backward)
+            if loss is None or _is_scaled(ctx, loss, backward, divisor, depth=0):
+                continue
+            k = ctx.doc.source_of(divisor)
+            message = (
+                f"the gradients of `{k}` batches are summed before each step but the loss is "
+                f"not divided by `{k}`: the step sees `{k}` times the gradient of one batch "
+                f"of the combined size (SGD steps `{k}` times as far; gradient clipping cuts "
+                f"at the wrong norm); divide the loss by `{k}`"
+            )
+            text = ctx.doc.source_of(loss)
+            if not isinstance(loss, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
+                text = f"({text})"
+            replacement = f"{text} / {k}" if _is_call_argument(ctx, loss) else f"({text} / {k})"
+            span = ctx.doc.span_of(loss)
+            follows = ctx.doc.index.line(span.end_line)[span.end_col : span.end_col + 1]
+            if follows in (".", ")", ","):  # end the edit on punctuation, not inside a name
+                span = Span(span.start_line, span.start_col, span.end_line, span.end_col + 1)
+                replacement += follows
+            fix = Fix(f"Divide the loss by `{k}`", (Edit(span, replacement),), safe=False)
+            yield ctx.finding("TD109", backward, message, fix)
+
+
+# Optimizers whose update divides by a running norm of the gradient: a gradient k times larger
+# gives the same step (checked with torch: identical trajectories for Adam and AdamW).
+SCALE_INVARIANT_OPTIMIZERS = frozenset(
+    {"Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "SparseAdam"}
+)
+CLIPPING_CALLS = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_gradients")
+
+
+def _scale_matters(ctx: RuleContext, entry: TrainingLoop) -> bool:
+    """The k-times-larger gradient changes the step: the loop clips gradients (at a norm now k
+    times too small), or the optimizer is known and not one that normalises the gradient away
+    (SGD). An optimizer of unknown class without clipping: stay quiet."""
+    sem = ctx.sem
+    for call in training_of(sem).calls_in(entry.loop):
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in CLIPPING_CALLS:
+            return True
+    optimizer = entry.optimizer_names[0]
+    classes = [
+        (sem.call_qualname(value) or "").rsplit(".", 1)[-1]
+        for value in sem.assigned_values(optimizer)
+        if isinstance(value, ast.Call)
+    ]
+    return bool(classes) and all(
+        name[:1].isupper() and name not in SCALE_INVARIANT_OPTIMIZERS for name in classes
+    )
+
+
+def _walk_set(node: ast.AST) -> list[ast.AST]:
+    return list(ast.walk(node))
+
+
+def _modulo_condition(
+    ctx: RuleContext, node: ast.AST, loop: ast.AST
+) -> tuple[ast.If, ast.expr] | None:
+    """The `if ... % k == 0:` between `node` and `loop`, with `k`."""
+    for ancestor in ctx.sem.ancestors(node):
+        if ancestor is loop:
+            return None
+        if isinstance(ancestor, ast.If):
+            for part in ast.walk(ancestor.test):
+                if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod):
+                    divisor = part.right
+                    if isinstance(divisor, ast.Constant) and (
+                        not isinstance(divisor.value, int) or divisor.value <= 1
+                    ):
+                        continue
+                    return ancestor, divisor
+    return None
+
+
+def _backward_loss(call: ast.Call) -> ast.expr | None:
+    """`loss` in `loss.backward()` and in `scaler.scale(loss).backward()`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = func.value
+    if (
+        isinstance(receiver, ast.Name | ast.Attribute)
+        and "accelerat" in ast.unparse(receiver).lower()
+    ):
+        return None  # `accelerator.backward(loss)` divides by the accumulation steps itself
+    if (
+        isinstance(receiver, ast.Name | ast.Attribute)
+        and ast.unparse(receiver).endswith("autograd")
+        and call.args
+    ):
+        return call.args[0]  # `torch.autograd.backward(loss)`
+    if (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Attribute)
+        and receiver.func.attr == "scale"
+        and len(receiver.args) == 1
+    ):
+        return receiver.args[0]
+    return receiver
+
+
+def _whole_names(ctx: RuleContext, expr: ast.AST) -> Iterator[str]:
+    """`k`, `args.accum_steps`: the longest dotted names in `expr` (not their `args` roots)."""
+    pending = [expr]
+    while pending:
+        node = pending.pop()
+        dotted = ctx.sem.dotted(node) if isinstance(node, ast.Name | ast.Attribute) else None
+        if dotted is not None:
+            yield dotted
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def _is_call_argument(ctx: RuleContext, node: ast.AST) -> bool:
+    parent = ctx.sem.parent(node)
+    return isinstance(parent, ast.Call) and node in parent.args
+
+
+def _is_scaled(ctx: RuleContext, expr: ast.AST, at: ast.AST, divisor: ast.expr, depth: int) -> bool:
+    """The loss reaching `backward()` was divided (or multiplied by something named like k).
+
+    Only the arithmetic spine of the loss is followed (`a + b`, `l * w`, `loss.mean()`, names
+    bound to those), not the arguments of the calls that compute it: `criterion(out / t, y)`
+    does not scale the loss."""
+    if depth >= 6:
+        return True  # too far to follow: assume the author scaled it
+    divisor_names = set(_whole_names(ctx, divisor))
+    flow = flow_of(ctx.sem, function_scope(ctx.sem, at))
+    pending = [expr]
+    while pending:
+        node = pending.pop()
+        dotted = ctx.sem.dotted(node) if isinstance(node, ast.Name | ast.Attribute) else None
+        if dotted is not None and dotted in divisor_names:
+            return True
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Div | ast.FloorDiv):
+                return True
+            if isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
+                pending.extend((node.left, node.right))
+        elif isinstance(node, ast.UnaryOp):
+            pending.append(node.operand)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("div", "div_", "true_divide", "true_divide_", "divide"):
+                return True
+            if node.func.attr in SPINE_METHODS:
+                pending.append(node.func.value)
+        elif isinstance(node, ast.Call) and ctx.sem.call_qualname(node) in (
+            "torch.div",
+            "torch.true_divide",
+            "torch.divide",
+        ):
+            return True
+        elif isinstance(node, ast.Name):
+            definition = flow.reaching(node.id, at)
+            if definition is None or isinstance(definition.node, ast.For | ast.AsyncFor):
+                continue
+            if isinstance(definition.node, ast.AugAssign):
+                if isinstance(definition.node.op, ast.Div | ast.FloorDiv):
+                    return True
+                if isinstance(definition.node.op, ast.Mult) and _is_scaled(
+                    ctx, definition.node.value, definition.node, divisor, depth + 1
+                ):
+                    return True
+            if definition.value is not None and definition.node is not at:
+                if _is_scaled(ctx, definition.value, definition.node, divisor, depth + 1):
+                    return True
+    return False
+
+
+SPINE_METHODS = frozenset(
+    {
+        "mean",
+        "sum",
+        "float",
+        "to",
+        "squeeze",
+        "view",
+        "reshape",
+        "clone",
+        "contiguous",
+        "mul",
+        "mul_",
+    }
+)

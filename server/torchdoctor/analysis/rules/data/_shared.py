@@ -1,0 +1,235 @@
+"""What several of the data rules share."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from enum import Enum
+
+from ...bindings import assignments_to, enclosing_class, names_bound_in, scope_of
+from ...dataflow import flow_of
+from ...expressions import is_none, last_name
+from ...loader_purpose import loop_index
+from ...semantics import Function, Semantics
+from ...training import function_scope
+
+# Builtins that iterate the loader they are given (`next(iter(loader))`, `list(loader)`).
+ITERATING_BUILTINS = frozenset({"iter", "list", "tuple", "sorted"})
+
+
+def int_constant(node: ast.AST | None) -> int | None:
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int)
+        and not isinstance(node.value, bool)
+    ):
+        return node.value
+    return None
+
+
+def binding_scope(sem: Semantics, dotted: str, node: ast.AST) -> ast.AST | None:
+    """What `same_binding` compares for `dotted` at `node`: the class for `self.x`, else the
+    function (or module) holding `node`."""
+    return enclosing_class(sem, node) if dotted.startswith("self.") else scope_of(sem, node)
+
+
+def reaches_from_module(sem: Semantics, dotted: str, used_scope: ast.AST | None) -> bool:
+    """Whether a module-level binding of `dotted` is what a use in `used_scope` (another
+    scope) reads: a global read from a function that does not bind the name itself."""
+    if dotted.startswith("self.") or used_scope is None:
+        return False
+    return dotted.split(".", 1)[0] not in names_bound_in(sem, used_scope)
+
+
+def is_main_guard(test: ast.AST) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if (
+        not isinstance(test, ast.Compare)
+        or len(test.ops) != 1
+        or not isinstance(test.ops[0], ast.Eq)
+    ):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
+        isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
+    )
+
+
+def in_main_guard(sem: Semantics, node: ast.AST) -> bool:
+    child = node
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, ast.If) and is_main_guard(ancestor.test) and child in ancestor.body:
+            return True
+        child = ancestor
+    return False
+
+
+def parameter_names(function: Function) -> list[str]:
+    arguments = function.args
+    return [arg.arg for arg in [*arguments.posonlyargs, *arguments.args]]
+
+
+class Presence(str, Enum):
+    """Whether an argument's value is a real object, None, either, or unknown."""
+
+    SET = "set"
+    NONE = "none"
+    MAYBE = "maybe"  # a sampler on one path, None on another
+    UNKNOWN = "unknown"
+
+
+def sampler_presence(sem: Semantics, expr: ast.AST | None, at: ast.AST, depth: int = 0) -> Presence:
+    """Whether a `sampler=`/`batch_sampler=` value is certainly a sampler, None, or either."""
+    if expr is None or is_none(expr):
+        return Presence.NONE
+    if depth > 3:
+        return Presence.UNKNOWN
+    if isinstance(expr, ast.Call):
+        name = last_name(sem, expr.func)
+        return Presence.SET if "Sampler" in name else Presence.UNKNOWN
+    if isinstance(expr, ast.List | ast.Tuple | ast.ListComp):
+        return Presence.SET
+    if isinstance(expr, ast.IfExp):
+        branches = {
+            sampler_presence(sem, expr.body, at, depth + 1),
+            sampler_presence(sem, expr.orelse, at, depth + 1),
+        }
+        if branches == {Presence.SET}:
+            return Presence.SET
+        if branches == {Presence.SET, Presence.NONE}:
+            return Presence.MAYBE
+        return Presence.UNKNOWN
+    dotted = sem.dotted(expr)
+    if dotted is None:
+        return Presence.UNKNOWN
+    flow = flow_of(sem, function_scope(sem, at))
+    definitions = [
+        d for d in flow.definitions.get(dotted, []) if d.position < (at.lineno, at.col_offset)
+    ]
+    if definitions:
+        last = definitions[-1]
+        if not isinstance(last.node, ast.Assign | ast.AnnAssign) or last.value is None:
+            return Presence.UNKNOWN
+        value = sampler_presence(sem, last.value, last.node, depth + 1)
+        if value is not Presence.SET or _unconditional_before(sem, last.node, at):
+            return value
+        earlier = [d.value for d in definitions[:-1]]
+        if any(is_none(v) for v in earlier):
+            return Presence.MAYBE
+        return Presence.UNKNOWN
+    if "." in dotted:
+        # `self.sampler`, bound in another method: every assignment in the file decides
+        values = [_assigned_value(assign) for assign in assignments_to(sem, dotted)]
+        kinds = {
+            sampler_presence(sem, v, v, depth + 1) if v is not None else Presence.UNKNOWN
+            for v in values
+        }
+        if kinds == {Presence.SET}:
+            return Presence.SET
+        if kinds and kinds <= {Presence.SET, Presence.NONE} and Presence.SET in kinds:
+            return Presence.MAYBE
+    return Presence.UNKNOWN
+
+
+def _assigned_value(assign: ast.Assign | ast.AnnAssign) -> ast.expr | None:
+    return assign.value
+
+
+def _unconditional_before(sem: Semantics, definition: ast.AST, use: ast.AST) -> bool:
+    """True when every branch and loop around `definition` also holds `use`."""
+    use_ancestors = {id(node) for node in sem.ancestors(use)}
+    for ancestor in sem.ancestors(definition):
+        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+            return True
+        if isinstance(ancestor, ast.If | ast.For | ast.AsyncFor | ast.While | ast.Try | ast.Match):
+            if id(ancestor) not in use_ancestors:
+                return False
+    return True
+
+
+@dataclass(frozen=True)
+class IterationSite:
+    node: ast.AST  # what to point at: the loader inside a loop header, or the iterating call
+    loop: ast.For | ast.AsyncFor | None  # the loop that walks the loader, when there is one
+
+
+def iteration_sites(sem: Semantics, dotted: str, bound_at: ast.AST) -> list[IterationSite]:
+    """Loops over `dotted` (`for b in loader`, `enumerate(tqdm(loader))`) and `iter(loader)`."""
+    sem = sem.whole  # a fact of the file, even for a focused view
+    bound_scope = binding_scope(sem, dotted, bound_at)
+    key = f"data:sites:{dotted}:{id(bound_scope)}"
+    found = sem.derived.get(key)
+    if found is not None:
+        return found
+    by_scope = _sites_by_scope(sem, dotted)
+    if isinstance(bound_scope, ast.Module) and not dotted.startswith("self."):
+        chosen = [
+            entry
+            for used_scope, entries in by_scope.items()
+            if used_scope is bound_scope or reaches_from_module(sem, dotted, used_scope)
+            for entry in entries
+        ]
+    else:
+        chosen = list(by_scope.get(bound_scope, []))
+    # in source order; the index of a site keeps the order of sites at the same place
+    chosen.sort(key=lambda entry: (entry[1].node.lineno, entry[1].node.col_offset, entry[0]))  # type: ignore[attr-defined]
+    found = [site for _, site in chosen]
+    sem.derived[key] = found
+    return found
+
+
+def _sites_by_scope(
+    sem: Semantics, dotted: str
+) -> dict[ast.AST | None, list[tuple[int, IterationSite]]]:
+    """Every place `dotted` is iterated, grouped by the `binding_scope` of the place and
+    numbered in the order found, built once per name: asking each binding of a name shared by
+    many functions (`train_loader`) to scan every loop over that name would be quadratic."""
+    sem = sem.whole  # a fact of the file, even for a focused view
+    index = sem.derived.setdefault("data:sites_by_scope", {})
+    found = index.get(dotted)
+    if found is not None:
+        return found
+    found = index[dotted] = {}
+    places: list[tuple[ast.AST, IterationSite]] = [
+        (loop, IterationSite(node, loop)) for loop, node in loop_index(sem)[1].get(dotted, [])
+    ]
+    for call in calls_passing(sem, dotted):
+        func = call.func
+        if (
+            isinstance(func, ast.Name)
+            and func.id in ITERATING_BUILTINS
+            and call.args
+            and sem.dotted(call.args[0]) == dotted
+            and not _inside_loop_header(sem, call)
+        ):
+            places.append((call, IterationSite(call, None)))
+    for number, (place, site) in enumerate(places):
+        found.setdefault(binding_scope(sem, dotted, place), []).append((number, site))
+    return found
+
+
+def _inside_loop_header(sem: Semantics, node: ast.AST) -> bool:
+    child = node
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, ast.For | ast.AsyncFor) and child is ancestor.iter:
+            return True
+        if isinstance(ancestor, ast.stmt):
+            return False
+        child = ancestor
+    return False
+
+
+def calls_passing(sem: Semantics, dotted: str) -> list[ast.Call]:
+    """Calls that get `dotted` itself as an argument, from an index built once."""
+    sem = sem.whole  # a fact of the file, even for a focused view
+    index = sem.derived.get("data:passed_names")
+    if index is None:
+        index = {}
+        for call in sem.calls:
+            for value in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(value, ast.Name | ast.Attribute):
+                    name = sem.dotted(value)
+                    if name is not None:
+                        index.setdefault(name, []).append(call)
+        sem.derived["data:passed_names"] = index
+    return index.get(dotted, [])

@@ -1,0 +1,583 @@
+"""What several of the evaluation rules share."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field, replace
+
+from ...context import RuleContext
+from ...dataflow import flow_of, names_with_history
+from ...findings import Edit
+from ...function_body import own_nodes
+from ...semantics import FUNCTION_NODES, Function, Loop, Semantics, ValueKind
+from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
+from ...training import position, training_of
+
+EVALUATION_FUNCTION = re.compile(
+    r"(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing"
+    r"|predict|prediction|predictions|infer|inference|sample|sampling|generate|generation"
+    r"|score|scoring|accuracy|benchmark|translate|translation|visuali[sz]e|visuali[sz]ation"
+    r"|plot|beam_search|greedy_decode)($|_)",
+    re.IGNORECASE,
+)
+DATA_NAME = re.compile(
+    r"loader|dataset|batches|(^|_)(dl|ds|val|valid|validation|test|eval|testset|valset)($|_)",
+    re.IGNORECASE,
+)
+LIGHTNING_HOOKS = re.compile(
+    r"^((validation|test|predict)_step|on_(validation|test|predict)_\w+"
+    r"|(validation|test)_epoch_end)$"
+)
+GRAD_MANAGERS = frozenset(
+    {
+        "torch.set_grad_enabled",
+        "torch.enable_grad",
+        "torch.autograd.set_grad_enabled",
+        "torch.autograd.enable_grad",
+        "torch.autograd.grad_mode.set_grad_enabled",
+        "torch.autograd.grad_mode.enable_grad",
+    }
+)
+
+
+@dataclass
+class EvaluationLoop:
+    """A loop that calls a model, never back-propagates, and is not part of a training step."""
+
+    loop: Loop
+    model_calls: list[ast.Call] = field(default_factory=list)
+
+
+@dataclass
+class EvaluationFacts:
+    loops: list[EvaluationLoop]
+    training_loop_ids: set[int]  # loops whose body trains (backward, step, grad, a train helper)
+    training_nodes: list[ast.AST]  # backward/step/grad calls and calls to local training helpers
+    functions: dict[str, list[Function]]  # local functions and methods by name
+    resolved: dict[int, Function]  # call id -> the local function it runs
+    calls_to_local: list[tuple[ast.Call, Function]]
+    mode_functions: set[int]  # functions that call .train()/.eval(), directly or through helpers
+    # per function (id, 0 for the module): (position, id of innermost loop or 0) of each step
+    steps_by_function: dict[int, list[tuple[tuple[int, int], int]]] = field(default_factory=dict)
+    calls_by_name: dict[str, list[ast.Call]] = field(default_factory=dict)
+    # per function (id, 0 for the module): its training nodes, in source order
+    nodes_by_function: dict[int, list[ast.AST]] = field(default_factory=dict)
+    nodes_by_loop: dict[int, list[ast.AST]] = field(default_factory=dict)  # every loop around
+    training_node_ids: set[int] = field(default_factory=set)
+    # per scope (function, class, lambda or module, by id): mode calls and local helper calls
+    mode_nodes: dict[int, list[ast.Call]] = field(default_factory=dict)
+
+
+def model_of(call: ast.Call) -> ast.expr:
+    """The model a call runs: `model` for `model(x)` and for `model.forward(x)`."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        return func.value
+    return func
+
+
+def is_model_call(sem: Semantics, call: ast.Call) -> bool:
+    """`model(x)`, `self.net(x)`, and `model.forward(x)` (which runs the same layers)."""
+    return is_model_value(sem, model_of(call))
+
+
+def is_model_value(sem: Semantics, node: ast.AST) -> bool:
+    """A name or `self.attr` that holds a model (by assignment, annotation, or its name); for
+    other attributes (`writer.generator`) the name alone is not enough."""
+    dotted = sem.dotted(node)
+    if dotted is None or sem.qualname(node) is not None:
+        return False
+    if "." in dotted and not dotted.startswith("self."):
+        return sem.kinds.get(dotted) is ValueKind.MODEL
+    if dotted.rsplit(".", 1)[-1].startswith(FACTORY_PREFIXES) and dotted not in sem.kinds:
+        return False  # `create_test_data_for_model(...)`, `build_model(cfg)`: a function
+    return sem.kind_of(node) is ValueKind.MODEL and not _bound_to_helper_object(sem, dotted)
+
+
+FACTORY_PREFIXES = ("create_", "build_", "make_", "get_", "load_", "init_", "setup_")
+# transformers classes that are models; the package's other callables (StoppingCriteriaList,
+# LogitsProcessorList, tokenizers, pipelines) are not modules with a train/eval mode
+TRANSFORMERS_MODEL = re.compile(r"Model|For[A-Z]|Backbone")
+
+
+def _bound_to_helper_object(sem: Semantics, dotted: str) -> bool:
+    """Every object the file assigns to `dotted` is a transformers helper, not a model."""
+    key = f"evaluation:helper-object:{dotted}"
+    cached = sem.derived.get(key)
+    if cached is not None:
+        return cached
+    helper = False
+    for value in sem.assigned_values(dotted):
+        if not isinstance(value, ast.Call):
+            continue
+        qualname = sem.qualname(value.func) or ""
+        if not qualname.startswith("transformers."):
+            helper = False
+            break
+        parts = qualname.split(".")
+        name = parts[-2] if parts[-1].startswith("from_") and len(parts) > 2 else parts[-1]
+        if TRANSFORMERS_MODEL.search(name):
+            helper = False
+            break
+        helper = True
+    sem.derived[key] = helper
+    return helper
+
+
+# frameworks whose forward passes record no graph unless asked (autograd.record(),
+# GradientTape, jax.grad) and whose models have no train/eval mode switched by eval()
+OTHER_FRAMEWORKS = frozenset(
+    {"mxnet", "tensorflow", "keras", "tf_keras", "jax", "flax", "haiku", "equinox", "mindspore"}
+)
+
+
+def facts_of(ctx: RuleContext) -> EvaluationFacts:
+    """The evaluation facts: of the whole file, and the evaluation loops of the nodes the
+    rules visit (all of the file's, or those of a focused view's blocks)."""
+    sem = ctx.sem
+    cached = sem.derived.get("evaluation:facts")
+    if cached is not None:
+        return cached
+    whole = sem.whole
+    base = whole.derived.get("evaluation:file-facts")
+    if base is None:
+        base = whole.derived["evaluation:file-facts"] = _file_facts(whole)
+    facts = replace(base, loops=[])
+    sem.derived["evaluation:facts"] = facts
+    if sem.imports_framework_without_torch(OTHER_FRAMEWORKS):
+        return facts
+    _find_evaluation_loops(ctx, sem, facts)
+    return facts
+
+
+def _file_facts(sem: Semantics) -> EvaluationFacts:
+    """Which loops and functions train, switch modes or call which local functions."""
+    structure = training_of(sem)
+    summaries = summaries_of(sem)
+    functions = summaries.functions_by_name
+    training_nodes: list[ast.AST] = [*structure.backward_calls, *structure.step_calls]
+    training_nodes.extend(sem.calls_to("torch.autograd.grad"))
+    direct = {id(node) for node in training_nodes}
+    calls_to_local = [
+        (call, summaries.resolved[id(call)]) for call in sem.calls if id(call) in summaries.resolved
+    ]
+    # calls to local helpers whose summary back-propagates or steps (`train_one_epoch(model,
+    # ...)`, `self.step(loss)`); calls to functions the file does not define that receive the
+    # loss or the optimizer are asked about only for loops that look like evaluation
+    # (`_loop_may_train`): most calls are in no such loop
+    for call, called in calls_to_local:
+        if id(call) not in direct and summaries.by_function[id(called)].trains:
+            training_nodes.append(call)
+    training_loop_ids = {id(loop) for node in training_nodes for loop in sem.enclosing_loops(node)}
+    mode_functions = {
+        id(function)
+        for function in sem.functions
+        if summaries.by_function[id(function)].switches_mode
+    }
+    facts = EvaluationFacts(
+        [],
+        training_loop_ids,
+        sorted(training_nodes, key=position),
+        functions,
+        {id(call): called for call, called in calls_to_local},
+        calls_to_local,
+        mode_functions,
+    )
+    for step in facts.training_nodes:
+        owner = sem.enclosing_function(step)
+        inner = sem.enclosing_loops(step)
+        facts.steps_by_function.setdefault(id(owner) if owner else 0, []).append(
+            (position(step), id(inner[0]) if inner else 0)
+        )
+        facts.nodes_by_function.setdefault(id(owner) if owner else 0, []).append(step)
+        facts.training_node_ids.add(id(step))
+        for loop in inner:
+            facts.nodes_by_loop.setdefault(id(loop), []).append(step)
+    for call in sem.calls:
+        if isinstance(call.func, ast.Name):
+            facts.calls_by_name.setdefault(call.func.id, []).append(call)
+    mode_calls = [
+        call
+        for name in ("eval", "train")
+        for call in sem.method_calls(name)
+        if mode_of_call(sem, call) is not None
+    ]
+    helper_calls = [call for call, called in calls_to_local if id(called) in mode_functions]
+    for call in sorted([*mode_calls, *helper_calls], key=position):
+        facts.mode_nodes.setdefault(id(_owner_scope(sem, call)), []).append(call)
+    return facts
+
+
+def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, facts: EvaluationFacts) -> None:
+    by_loop: dict[int, EvaluationLoop] = {}
+    verdicts: dict[int, bool] = {}
+    for call in sem.calls:
+        if not is_model_call(sem, call):
+            continue
+        chosen: Loop | None = None
+        for loop in sem.enclosing_loops(call):
+            verdict = verdicts.get(id(loop))
+            if verdict is None:
+                verdict = verdicts[id(loop)] = _is_evaluation_loop(ctx, facts, loop)
+            if verdict:
+                chosen = loop  # the outermost one wins
+        if chosen is None:
+            continue
+        entry = by_loop.get(id(chosen))
+        if entry is None:
+            entry = by_loop[id(chosen)] = EvaluationLoop(chosen)
+            facts.loops.append(entry)
+        entry.model_calls.append(call)
+    facts.loops.sort(key=lambda entry: position(entry.loop))
+
+
+def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:
+    """The function, class body, lambda or module whose own statements hold `node`."""
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, FUNCTION_NODES):
+            return ancestor
+    return sem.tree
+
+
+def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) -> bool:
+    sem = ctx.sem
+    if id(loop) in facts.training_loop_ids:
+        return False
+    if loop.body and isinstance(loop.body[-1], ast.Break):
+        return False  # one pass only (`for batch in loader: model(batch); break`): a warm-up
+    if _loop_may_train(ctx, loop):
+        return False
+    if not _looks_like_evaluation(sem, loop):
+        return False
+    if _in_training_step(ctx, facts, loop) or _feeds_later_training(ctx, facts, loop):
+        return False
+    function = sem.enclosing_function(loop)
+    if function is not None and _is_lightning_hook(sem, function):
+        return False
+    return function is None or not _called_in_training_step(ctx, facts, function, 0)
+
+
+def _loop_may_train(ctx: RuleContext, loop: Loop) -> bool:
+    """A call in the loop to a function the file does not define that receives the loss or the
+    optimizer (`loss_scaler(loss, optimizer)`, `backprop(loss)`): it may back-propagate."""
+    sem = ctx.sem
+    summaries = summaries_of(sem)
+    return any(
+        id(call) not in summaries.resolved and receives_loss_or_optimizer(sem, call)
+        for call in training_of(sem).calls_in(loop)
+    )
+
+
+CONTAINER_METHODS = frozenset({"append", "extend", "insert", "appendleft", "add", "update"})
+
+
+def _feeds_later_training(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) -> bool:
+    """Forward now, backward later: a value the loop computes or collects reaches a training
+    step (`backward()`, `autograd.grad`, a training helper) after the loop in the same function,
+    so the loop's graphs are needed."""
+    sem = ctx.sem
+    function = sem.enclosing_function(loop)
+    start = position(loop)
+    later = [
+        step
+        for step in facts.nodes_by_function.get(id(function) if function else 0, ())
+        if position(step) > start and loop not in sem.enclosing_loops(step)
+    ]
+    if not later:
+        return False
+    scope: ast.AST = function if function is not None else sem.tree
+    flow = flow_of(sem, scope)
+    filled = _containers_filled_in(sem, loop)
+    for step in later:
+        pending = [(name.id, step) for name in names_with_history(step)]
+        seen: set[tuple[str, int]] = set()
+        while pending and len(seen) < 256:
+            name, at = pending.pop()
+            if (name, id(at)) in seen:
+                continue
+            seen.add((name, id(at)))
+            definition = flow.reaching(name, at)
+            if definition is None or definition.node is scope or definition.node is loop:
+                continue  # a parameter, or the loop's own data (its target)
+            if loop in sem.enclosing_loops(definition.node):
+                return True  # bound inside the loop: `total = total + loss`
+            if name in filled and definition.position < start:
+                return True  # the container the loop appends its outputs to
+            if definition.value is not None:
+                sources = names_with_history(definition.value)
+                pending.extend((source.id, definition.node) for source in sources)
+    return False
+
+
+def _containers_filled_in(sem: Semantics, loop: Loop) -> set[str]:
+    """Names the loop stores into: `outs.append(...)`, `outs[i] = ...`."""
+    names: set[str] = set()
+    for node in own_nodes(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in CONTAINER_METHODS and isinstance(node.func.value, ast.Name):
+                names.add(node.func.value.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name):
+                names.add(node.value.id)
+    return names
+
+
+def _looks_like_evaluation(sem: Semantics, loop: Loop) -> bool:
+    function = sem.enclosing_function(loop)
+    if function is not None and not function.name.startswith("test_"):
+        if EVALUATION_FUNCTION.search(function.name):
+            return True
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return False
+    for node in ast.walk(loop.iter):
+        if isinstance(node, ast.Call):
+            continue
+        if isinstance(node, ast.Name | ast.Attribute):
+            if sem.kind_of(node) is ValueKind.LOADER:
+                return True
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if DATA_NAME.search(name):
+                return True
+    return False
+
+
+def _in_training_step(ctx: RuleContext, facts: EvaluationFacts, node: ast.AST) -> bool:
+    """A training step (backward, step, a training helper) runs after `node` in the same
+    iteration, or after it in the same function outside any loop: its outputs may be trained on."""
+    sem = ctx.sem
+    function = sem.enclosing_function(node)
+    steps = facts.steps_by_function.get(id(function) if function else 0, [])
+    if not steps:
+        return False
+    around = {id(loop) for loop in sem.enclosing_loops(node)}
+    where = position(node)
+    return any(at > where and (not inner or inner in around) for at, inner in steps)
+
+
+def _called_in_training_step(
+    ctx: RuleContext, facts: EvaluationFacts, function: Function, depth: int
+) -> bool:
+    if depth > 3:
+        return False
+    for call in call_sites(ctx, facts, function):
+        if _in_training_step(ctx, facts, call):
+            return True
+        caller = ctx.sem.enclosing_function(call)
+        if caller is not None and caller is not function:
+            if _called_in_training_step(ctx, facts, caller, depth + 1):
+                return True
+    return False
+
+
+def call_sites(ctx: RuleContext, facts: EvaluationFacts, function: Function) -> list[ast.Call]:
+    if isinstance(ctx.sem.parent(function), ast.ClassDef):
+        return _method_call_sites(ctx.sem, facts).get(id(function), [])
+    return facts.calls_by_name.get(function.name, [])
+
+
+def _method_call_sites(sem: Semantics, facts: EvaluationFacts) -> dict[int, list[ast.Call]]:
+    """Per method (by id), the calls that run it: `x.name(...)` when one method of the file has
+    that name, else `self.name(...)` inside its own class. One pass over the calls, so that a
+    method name shared by many classes (`evaluate`) does not make every class scan them all."""
+    cached = sem.derived.get("evaluation:method-call-sites")
+    if cached is not None:
+        return cached
+    methods: dict[tuple[int, str], Function] = {}
+    for function in sem.functions:
+        owner = sem.parent(function)
+        if isinstance(owner, ast.ClassDef):
+            methods[(id(owner), function.name)] = function
+    sites: dict[int, list[ast.Call]] = {}
+    for call in sem.calls:
+        target = facts.resolved.get(id(call))
+        func = call.func
+        if target is None and (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            caller = sem.enclosing_function(call)
+            cls = sem.parent(caller) if caller is not None else None
+            if isinstance(cls, ast.ClassDef):
+                target = methods.get((id(cls), func.attr))
+        if target is not None and isinstance(sem.parent(target), ast.ClassDef):
+            sites.setdefault(id(target), []).append(call)
+    sem.derived["evaluation:method-call-sites"] = sites
+    return sites
+
+
+def _is_lightning_hook(sem: Semantics, function: Function) -> bool:
+    """Lightning runs these under no_grad and in eval mode itself."""
+    cls = sem.parent(function)
+    if not isinstance(cls, ast.ClassDef) or not LIGHTNING_HOOKS.match(function.name):
+        return False
+    return cls.name in sem.module_classes
+
+
+def grad_mode_at(sem: Semantics, node: ast.AST) -> str | None:
+    """ "off" under no_grad/inference_mode, "managed" under set_grad_enabled(x)/enable_grad."""
+    for ancestor in sem.ancestors(node):
+        if isinstance(ancestor, ast.With | ast.AsyncWith):
+            for item in ancestor.items:
+                if sem.is_no_grad_context(item.context_expr):
+                    return "off"
+                if _is_grad_manager(sem, item.context_expr):
+                    return "managed"
+        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in ancestor.decorator_list:
+                if sem.is_no_grad_context(decorator):
+                    return "off"
+                if _is_grad_manager(sem, decorator):
+                    return "managed"
+            summary = summaries_of(sem).of(ancestor)
+            if summary is not None and summary.runs_without_grad:
+                return "off"  # a decorator of this file that wraps the call in no_grad
+            return None
+        if isinstance(ancestor, ast.ClassDef | ast.Lambda):
+            return None
+    return None
+
+
+def _is_grad_manager(sem: Semantics, expr: ast.AST) -> bool:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    name = sem.qualname(target)
+    if name is None:
+        return False
+    if name.endswith("inference_mode") or name.endswith("no_grad"):
+        return True  # inference_mode(flag) with a non-constant flag
+    return name in GRAD_MANAGERS
+
+
+@dataclass(frozen=True)
+class ModeEvent:
+    node: ast.AST  # the `.eval()`/`.train()` call, or the call to a helper that makes one
+    mode: str  # "eval" | "train" | "managed"
+    receiver: str | None
+
+
+def mode_of_call(sem: Semantics, call: ast.Call) -> str | None:
+    func = call.func
+    if not is_mode_switch(sem, call):
+        return None  # also the train()/eval() of a schedule-free optimizer
+    assert isinstance(func, ast.Attribute)
+    if func.attr == "eval" and not call.args and not call.keywords:
+        return "eval"
+    if func.attr != "train":
+        return None
+    values = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "mode")]
+    if not values:
+        return "train"
+    if isinstance(values[0], ast.Constant):
+        return "train" if values[0].value else "eval"
+    return "managed"
+
+
+def mode_events_in(ctx: RuleContext, scope: ast.AST, depth: int = 0) -> list[ModeEvent]:
+    """Mode changes made by the statements of a function (helpers it calls count at the call)."""
+    sem = ctx.sem
+    key = f"evaluation:modes:{id(scope)}"
+    cached = sem.derived.get(key)
+    if cached is not None:
+        return cached
+    sem.derived[key] = []  # recursion guard
+    events: list[ModeEvent] = []
+    facts = facts_of(ctx)
+    for node in facts.mode_nodes.get(id(scope), []):
+        mode = mode_of_call(sem, node)
+        if mode is not None:
+            events.append(ModeEvent(node, mode, sem.dotted(node.func.value)))  # type: ignore[attr-defined]
+            continue
+        called = facts.resolved.get(id(node))
+        if called is None or id(called) not in facts.mode_functions:
+            continue
+        if called is not scope and depth < 3:
+            inner = mode_events_in(ctx, called, depth + 1)
+            if inner:
+                last = inner[-1]
+                events.append(ModeEvent(node, last.mode, map_receiver(sem, node, called, last)))
+    events.sort(key=lambda event: position(event.node))
+    sem.derived[key] = events
+    return events
+
+
+def map_receiver(
+    sem: Semantics, call: ast.Call, function: Function, event: ModeEvent
+) -> str | None:
+    """The caller's name for the model a helper switches: a parameter, or the same `self.x`."""
+    receiver = event.receiver
+    if receiver is None:
+        return None
+    if receiver.startswith("self."):
+        return receiver
+    head, _, rest = receiver.partition(".")
+    arguments = [*function.args.posonlyargs, *function.args.args]
+    offset = 1 if isinstance(sem.parent(function), ast.ClassDef) else 0
+    for index, argument in enumerate(arguments[offset:]):
+        if argument.arg == head and index < len(call.args):
+            outer = sem.dotted(call.args[index])
+            return f"{outer}.{rest}" if outer and rest else outer
+    for keyword in call.keywords:
+        if keyword.arg == head:
+            outer = sem.dotted(keyword.value)
+            return f"{outer}.{rest}" if outer and rest else outer
+    return None
+
+
+def scope_of(sem: Semantics, node: ast.AST) -> ast.AST:
+    return sem.enclosing_function(node) or sem.tree
+
+
+def mode_events_inside(ctx: RuleContext, loop: Loop) -> list[ModeEvent]:
+    sem = ctx.sem
+    inside: list[ModeEvent] = []
+    for event in mode_events_in(ctx, scope_of(sem, loop)):
+        if loop in sem.enclosing_loops(event.node):
+            inside.append(event)
+    return inside
+
+
+@dataclass(frozen=True)
+class TrainingAfter:
+    """The loop that keeps training after an eval() and the first training step in it."""
+
+    loop: Loop
+    step: ast.AST
+
+
+def training_after(ctx: RuleContext, node: ast.AST, model: str) -> TrainingAfter | None:
+    """The innermost loop around `node` that also trains, when nothing in it calls train()."""
+    sem = ctx.sem
+    facts = facts_of(ctx)
+    for loop in sem.enclosing_loops(node):
+        if id(loop) not in facts.training_loop_ids:
+            continue
+        steps = facts.nodes_by_loop.get(id(loop), [])
+        if not steps:
+            continue
+        if any(event.mode != "eval" for event in mode_events_inside(ctx, loop)):
+            return None  # train() (or a mode the code computes) inside the loop
+        return TrainingAfter(loop, steps[0])
+    return None
+
+
+def restore_edit(ctx: RuleContext, after: TrainingAfter, model: str) -> Edit | None:
+    """`model.train()` before the first training step of the loop's iteration."""
+    sem = ctx.sem
+    loops = sem.enclosing_loops(after.step)
+    index = loops.index(after.loop)
+    if index > 0:
+        target: ast.stmt | None = loops[index - 1]
+    elif isinstance(after.step, ast.Call) and _is_helper_call(ctx, after.step):
+        target = sem.enclosing_statement(after.step)
+    else:
+        target = after.loop.body[0]
+    if target is None or not ctx.starts_its_line(target):
+        return None
+    if ctx.doc.span_of(target).start_line == after.loop.lineno - 1:
+        return None
+    return ctx.insert_line_before(target, f"{model}.train()")
+
+
+def _is_helper_call(ctx: RuleContext, call: ast.Call) -> bool:
+    return id(call) in facts_of(ctx).resolved

@@ -1,0 +1,110 @@
+"""What a file shows about the device its tensors run on, for the host-sync hint (TD205).
+
+A host sync (`.item()`, `.cpu()`, `print(tensor)`) costs nothing on the CPU: the value is
+already there. On a GPU it makes the host wait for every queued kernel, unless the step already
+waits anyway: a blocking host-to-device copy (`x.to(device)` / `x.cuda()` without
+`non_blocking=True`) synchronizes the stream on every call, so one more sync in the same step
+only stops the next batch's loading from overlapping with the GPU's tail of work.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...context import RuleContext
+from ...file_facts import file_fact
+from ...semantics import Loop, Semantics, ValueKind
+from ...training import runs_every_iteration
+
+ACCELERATOR_DEVICE_TYPES = ("cuda", "mps", "xpu", "xla", "hpu", "npu")
+# packages whose import means the script runs on an accelerator they place tensors on
+ACCELERATOR_PACKAGES = frozenset(
+    {"accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "deepspeed", "torch_xla"}
+)
+ACCELERATOR_NAMESPACES = ("torch.cuda.", "torch.mps.", "torch.xpu.", "torch.backends.cudnn.")
+
+
+@file_fact("targets-accelerator")
+def _targets_accelerator_fact(ctx: RuleContext) -> object:
+    return targets_accelerator(ctx.sem)
+
+
+def targets_accelerator(sem: Semantics) -> bool:
+    """The file names an accelerator: `.cuda()`, `torch.cuda.*`, a `"cuda"`/`"mps"` device
+    string, a move to a `device` variable, `device=`, or a framework that places tensors."""
+    sem = sem.whole  # a fact of the file, even for a focused view
+    found = sem.derived.get("device:targets-accelerator")
+    if found is None:
+        found = sem.derived["device:targets-accelerator"] = _scan_for_accelerator(sem)
+    return bool(found)
+
+
+def _scan_for_accelerator(sem: Semantics) -> bool:
+    roots = {qualname.split(".", 1)[0] for qualname in sem.imports.values()}
+    if not roots.isdisjoint(ACCELERATOR_PACKAGES):
+        return True
+    if sem.method_calls("cuda"):
+        return True
+    for call in sem.method_calls("to"):
+        if any(_names_accelerator(sem, argument) for argument in call.args):
+            return True
+    for call in sem.calls:
+        qualname = sem.call_qualname(call)
+        if qualname is not None and qualname.startswith(ACCELERATOR_NAMESPACES):
+            return True
+        for keyword in call.keywords:
+            if keyword.arg == "device" and _names_accelerator(sem, keyword.value):
+                return True
+    return any(
+        isinstance(node, ast.Constant) and _is_accelerator_string(node.value)
+        for node in sem.parents
+    )
+
+
+def _names_accelerator(sem: Semantics, node: ast.AST) -> bool:
+    """`"cuda:0"`, `device`, `args.device`, `x.device`: not the constant `"cpu"`."""
+    if isinstance(node, ast.Constant):
+        return _is_accelerator_string(node.value)
+    dotted = sem.dotted(node)
+    return dotted is not None and "device" in dotted.rsplit(".", 1)[-1].lower()
+
+
+def _is_accelerator_string(value: object) -> bool:
+    return isinstance(value, str) and value.split(":", 1)[0] in ACCELERATOR_DEVICE_TYPES
+
+
+def syncs_on_every_step(sem: Semantics, loop: Loop) -> bool:
+    """The step loop copies data to the device with a blocking move on every iteration: the
+    host already waits for the GPU there, so the step is synchronized once per iteration."""
+    found = sem.derived.get("device:syncing-loops")
+    if found is None:
+        found = sem.derived["device:syncing-loops"] = _loops_with_blocking_copies(sem)
+    return id(loop) in found
+
+
+def _loops_with_blocking_copies(sem: Semantics) -> frozenset[int]:
+    """The loops (by id) in which a blocking host-to-device copy runs on every iteration; one
+    pass over the file's moves."""
+    found: set[int] = set()
+    for attr in ("to", "cuda", "copy_"):
+        for call in sem.method_calls(attr):
+            if _is_non_blocking(call):
+                continue
+            if attr == "to" and not (call.args and _names_accelerator(sem, call.args[0])):
+                continue
+            if attr == "copy_" and not call.args:
+                continue  # `dst.copy_(batch)` into a device buffer: blocking as well
+            receiver = call.func.value  # type: ignore[attr-defined]
+            if sem.kind_of(receiver) is ValueKind.MODEL:
+                continue  # moving a model is not a per-batch copy
+            for loop in sem.enclosing_loops(call):
+                if runs_every_iteration(sem, call, loop, inner_loops_conditional=True):
+                    found.add(id(loop))
+    return frozenset(found)
+
+
+def _is_non_blocking(call: ast.Call) -> bool:
+    for keyword in call.keywords:
+        if keyword.arg == "non_blocking":
+            return not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False)
+    return False

@@ -1,0 +1,333 @@
+"""The nn.Module classes of a file: their bases, methods, the layers they assign to `self` and
+where those attributes are used."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ...assigned_calls import assigned_call, assignments_by_target, without_moves
+from ...context import RuleContext
+from ...function_body import own_nodes
+from ...semantics import MODULE_BASES, Function, Semantics
+
+# torch.nn classes that are not modules
+NON_MODULE_NN_CLASSES = frozenset(
+    {"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"}
+)
+# torch.nn modules without parameters, buffers or a train/eval difference: a plain list of them
+# loses nothing
+STATELESS_NN_CLASSES = frozenset(
+    {
+        "ReLU",
+        "ReLU6",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "ELU",
+        "SELU",
+        "CELU",
+        "LeakyReLU",
+        "Sigmoid",
+        "Tanh",
+        "Softmax",
+        "LogSoftmax",
+        "Softmin",
+        "Softplus",
+        "Softsign",
+        "Hardtanh",
+        "Hardswish",
+        "Hardsigmoid",
+        "Tanhshrink",
+        "Softshrink",
+        "Hardshrink",
+        "LogSigmoid",
+        "Threshold",
+        "GLU",
+        "Identity",
+        "Flatten",
+        "Unflatten",
+        "Upsample",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        "ZeroPad2d",
+        "ConstantPad1d",
+        "ConstantPad2d",
+        "ConstantPad3d",
+        "ReflectionPad1d",
+        "ReflectionPad2d",
+        "ReplicationPad1d",
+        "ReplicationPad2d",
+        "ChannelShuffle",
+        "CosineSimilarity",
+        "PairwiseDistance",
+    }
+)
+
+
+def self_parameter(function: Function) -> str | None:
+    arguments = [*function.args.posonlyargs, *function.args.args]
+    return arguments[0].arg if arguments else None
+
+
+def methods_in(cls: ast.ClassDef) -> list[Function]:
+    return [s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def method_named(cls: ast.ClassDef, name: str) -> Function | None:
+    for method in methods_in(cls):
+        if method.name == name:
+            return method
+    return None
+
+
+def _is_module_base(sem: Semantics, base: ast.expr) -> bool:
+    qualname = sem.qualname(base)
+    if qualname is not None:
+        if qualname in MODULE_BASES:
+            return True
+        head, _, last = qualname.rpartition(".")
+        if head in ("torch.nn", "torch.nn.modules") and last[:1].isupper():
+            return last not in NON_MODULE_NN_CLASSES
+        return False
+    dotted = sem.dotted(base)
+    return dotted is not None and dotted in sem.module_classes
+
+
+def module_classes_of(sem: Semantics) -> list[ast.ClassDef]:
+    """nn.Module subclasses of this file (every class of that name, in source order)."""
+    return [
+        cls
+        for cls in sem.classes
+        if cls.name in sem.module_classes and any(_is_module_base(sem, b) for b in cls.bases)
+    ]
+
+
+def nn_class_name(sem: Semantics, func: ast.AST) -> str | None:
+    """`Linear` for `nn.Linear`, `torch.nn.Linear`, `from torch.nn import Linear`."""
+    qualname = sem.qualname(func)
+    if qualname is None:
+        return None
+    head, _, last = qualname.rpartition(".")
+    if (head == "torch.nn" or head.startswith("torch.nn.modules")) and last[:1].isupper():
+        return last
+    return None
+
+
+@dataclass
+class FileFacts:
+    """The classes of this file by name (a name defined twice is ambiguous)."""
+
+    local_classes: dict[str, list[ast.ClassDef]] = field(default_factory=dict)
+
+
+def constructor_name(sem: Semantics, value: ast.AST) -> str | None:
+    """The class a value is built from: `nn.Linear(...)`, `Net(...).to(device)` → its name."""
+    value = without_moves(value)
+    if not isinstance(value, ast.Call):
+        return None
+    qualname = sem.qualname(value.func)
+    if qualname is not None:
+        return qualname
+    dotted = sem.dotted(value.func)
+    if dotted is not None and dotted in sem.module_classes:
+        return dotted
+    return None
+
+
+def facts_of(sem: Semantics) -> FileFacts:
+    sem = sem.whole  # a fact of the file, even for a view focused on some blocks
+    facts = sem.derived.get("modules:facts")
+    if facts is not None:
+        return facts
+    facts = FileFacts()
+    for cls in sem.classes:
+        facts.local_classes.setdefault(cls.name, []).append(cls)
+    sem.derived["modules:facts"] = facts
+    return facts
+
+
+def _is_parameter(function: Function, name: str) -> bool:
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    return any(argument.arg == name for argument in every)
+
+
+def built_from(sem: Semantics, node: ast.AST) -> str | None:
+    """The class a name or `self.attr` is built from, when this file shows it."""
+    dotted = sem.dotted(node)
+    if isinstance(node, ast.Name) and dotted is not None:
+        function = sem.enclosing_function(node)
+        assigns = assignments_by_target(sem).get(dotted, [])
+        if function is not None and _is_parameter(function, dotted):
+            if not any(sem.enclosing_function(a) is function for a in assigns):
+                return None  # whatever the caller passes
+        else:
+            # every assignment in the file agrees: no need to follow the data flow
+            built = _constructors_assigned(sem, dotted, assigns)
+            if len(built) == 1 and None not in built:
+                return next(iter(built))
+    call = assigned_call(sem, node)
+    return constructor_name(sem, call) if call is not None else None
+
+
+def _constructors_assigned(
+    sem: Semantics, dotted: str, assigns: list[ast.Assign | ast.AnnAssign]
+) -> set[str | None]:
+    """The classes the file's assignments to `dotted` build, memoised per name."""
+    cache = sem.derived.setdefault("modules:constructors_assigned", {})
+    built = cache.get(dotted)
+    if built is None:
+        built = cache[dotted] = {
+            constructor_name(sem, a.value) for a in assigns if a.value is not None
+        }
+    return built
+
+
+def local_class(sem: Semantics, name: str) -> ast.ClassDef | None:
+    classes = facts_of(sem).local_classes.get(name, [])
+    return classes[0] if len(classes) == 1 else None
+
+
+def is_super_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+    )
+
+
+def ancestors_in_file(sem: Semantics, cls: ast.ClassDef) -> set[str]:
+    seen: set[str] = set()
+    pending = [cls]
+    while pending:
+        current = pending.pop()
+        for base in current.bases:
+            dotted = sem.dotted(base)
+            if dotted is None or dotted in seen:
+                continue
+            seen.add(dotted)
+            local = local_class(sem, dotted)
+            if local is not None:
+                pending.append(local)
+    return seen
+
+
+def self_assignments(
+    ctx: RuleContext,
+) -> list[tuple[ast.Assign | ast.AnnAssign, ast.Attribute, Function, ast.ClassDef]]:
+    """`self.<attr> = value` in the methods of nn.Module subclasses, in source order."""
+    sem = ctx.sem
+    cached = sem.derived.get("modules:self-assignments")
+    if cached is not None:
+        return cached
+    classes = {id(cls) for cls in module_classes_of(sem)}
+    found = []
+    for assign in sem.assigns:
+        if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:
+            continue
+        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        if len(targets) != 1:
+            continue
+        target = targets[0]
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+            continue
+        method = sem.enclosing_function(assign)
+        if method is None or target.value.id != self_parameter(method):
+            continue
+        cls = sem.parent(method)
+        if isinstance(cls, ast.ClassDef) and id(cls) in classes:
+            found.append((assign, target, method, cls))
+    sem.derived["modules:self-assignments"] = found
+    return found
+
+
+def is_module_constructor(ctx: RuleContext, node: ast.AST, *, stateful: bool) -> bool:
+    """A call that builds a fresh module (`nn.Linear(...)`, `Block(...)`, `resnet18()`).
+
+    With `stateful`, only modules with parameters, buffers or a train/eval difference count.
+    """
+    sem = ctx.sem
+    if isinstance(node, ast.IfExp):
+        return is_module_constructor(ctx, node.body, stateful=stateful) and (
+            is_module_constructor(ctx, node.orelse, stateful=False)
+        )
+    if not isinstance(node, ast.Call):
+        return False
+    name = nn_class_name(sem, node.func)
+    if name is not None:
+        if name in NON_MODULE_NN_CLASSES:
+            return False
+        if stateful and (name in STATELESS_NN_CLASSES or name.endswith("Loss")):
+            return False
+        return True
+    qualname = sem.qualname(node.func)
+    if qualname is not None:
+        return qualname.startswith("torchvision.models.")
+    dotted = sem.dotted(node.func)
+    return dotted is not None and dotted in sem.module_classes
+
+
+def self_attribute_uses(cls: ast.ClassDef, attr: str) -> Iterator[tuple[ast.Attribute, Function]]:
+    """`self.<attr>` expressions in the methods of `cls`."""
+    for method in methods_in(cls):
+        self_name = self_parameter(method)
+        for node in own_nodes(method):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == attr
+                and isinstance(node.value, ast.Name)
+                and node.value.id == self_name
+            ):
+                yield node, method
+
+
+def named_elsewhere(
+    ctx: RuleContext, cls: ast.ClassDef, attr: str, uses: list[tuple[ast.Attribute, Function]]
+) -> bool:
+    """`.attr` appears outside `uses` (the class's own `self.attr`), other classes' own
+    `self.attr` aside: code elsewhere may read it."""
+    own = {id(node) for node, _ in uses}
+    return any(
+        id(node) not in own and not _other_class_self_attribute(ctx, cls, node)
+        for node in _attributes_named(ctx.sem).get(attr, [])
+    )
+
+
+def _attributes_named(sem: Semantics) -> dict[str, list[ast.Attribute]]:
+    """Every `x.<name>` expression of the file by name, indexed once per file."""
+    index = sem.derived.get("modules:attributes-by-name")
+    if index is None:
+        index = {}
+        for node in sem.parents:
+            if isinstance(node, ast.Attribute):
+                index.setdefault(node.attr, []).append(node)
+        sem.derived["modules:attributes-by-name"] = index
+    return index
+
+
+def _other_class_self_attribute(ctx: RuleContext, cls: ast.ClassDef, node: ast.Attribute) -> bool:
+    """`self.<attr>` inside a method of another class that does not derive from `cls`: that
+    class's own attribute, not a use of this one."""
+    sem = ctx.sem
+    method = sem.enclosing_function(node)
+    if method is None or not isinstance(node.value, ast.Name):
+        return False
+    if node.value.id != self_parameter(method):
+        return False
+    owner = sem.parent(method)
+    if not isinstance(owner, ast.ClassDef) or owner is cls:
+        return False
+    return cls.name not in ancestors_in_file(sem, owner)
