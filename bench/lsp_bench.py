@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import json
 import os
@@ -450,6 +451,26 @@ def measure_code_keystrokes(
 ) -> dict[str, Any]:
     lines = text.split("\n")
     latencies: list[float] = []
+    # the client keeps every notification it read: its own collector, scanning a growing heap
+    # in the reader thread, would delay the arrival times it records
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _timed_code_keystrokes(client, uri, lines, count, seed, version, latencies)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _timed_code_keystrokes(
+    client: StdioClient,
+    uri: str,
+    lines: list[str],
+    count: int,
+    seed: int,
+    version: int,
+    latencies: list[float],
+) -> dict[str, Any]:
     for line, column, typed in _code_edits(lines, count, seed):
         version += 1
         after = len(client.notifications)

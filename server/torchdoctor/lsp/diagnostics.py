@@ -5,6 +5,7 @@ Runs in a worker thread: it only reads its arguments and returns a new result ob
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ class AnalysisResult:
     # set when the result is accepted as current; pull clients send it back to ask "changed?"
     result_id: str = ""
     # the diagnostics as JSON, when kept from the version before (see DiagnosticCache)
-    diagnostics_json: list[dict[str, Any]] | None = field(default=None, repr=False)
+    diagnostics_json: list[str] | None = field(default=None, repr=False)
 
     @property
     def mapper(self) -> PositionMapper:
@@ -91,7 +92,7 @@ def analyse_version(
     else:
         document, findings, failed = analyse_incrementally(analyser, text, path, config)
     mapper = PositionMapper(document.index.lines, encoding)
-    diagnostics_json: list[dict[str, Any]] | None = None
+    diagnostics_json: list[str] | None = None
     if converted is None:
         diagnostics = [to_diagnostic(finding, mapper, locale) for finding in findings]
     else:
@@ -138,8 +139,8 @@ class DiagnosticCache:
     hundreds of them again would cost more than finding them."""
 
     _by_finding: dict[int, CachedDiagnostic] = field(default_factory=dict)
-    # the JSON of the last list made: what publishing sends
-    last_json: list[dict[str, Any]] = field(default_factory=list)
+    # the JSON text of each diagnostic of the last list made: what publishing sends
+    last_json: list[str] = field(default_factory=list)
 
     def diagnostics(
         self, findings: list[Finding], mapper: PositionMapper, locale: str
@@ -148,12 +149,13 @@ class DiagnosticCache:
         current: dict[int, CachedDiagnostic] = {}
         key = f"{locale}/{mapper.encoding}"
         out: list[types.Diagnostic] = []
-        as_json: list[dict[str, Any]] = []
+        as_json: list[str] = []
         for finding in findings:
             entry = previous.get(id(finding))
             if entry is None or entry.finding is not finding or entry.key != key:
                 diagnostic = to_diagnostic(finding, mapper, locale)
-                entry = CachedDiagnostic(finding, key, diagnostic, _unstructure(diagnostic))
+                text = json.dumps(_unstructure(diagnostic), separators=(",", ":"))
+                entry = CachedDiagnostic(finding, key, diagnostic, text)
             current[id(finding)] = entry
             out.append(entry.diagnostic)
             as_json.append(entry.json)
@@ -167,7 +169,7 @@ class CachedDiagnostic:
     finding: Finding  # kept alive: the cache is keyed by its id
     key: str
     diagnostic: types.Diagnostic
-    json: dict[str, Any]
+    json: str
 
 
 @lru_cache(maxsize=1)

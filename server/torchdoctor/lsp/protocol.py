@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 from collections.abc import Generator
@@ -85,6 +86,20 @@ class TorchDoctorProtocol(LanguageServerProtocol):
             self._answer_error(request_id, JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
             return
         self.handle_message(message)
+
+    def send_json_text(self, body: str) -> None:
+        """Send a message already serialised (see DiagnosticCache: each diagnostic's JSON is
+        made once), framed as `_send_data` frames a message it serialises itself."""
+        if self.writer is None:
+            return
+        encoded = body.encode(self.CHARSET)
+        header = (
+            f"Content-Length: {len(encoded)}\r\n"
+            f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+        )
+        result = self.writer.write(header.encode(self.CHARSET) + encoded)
+        if inspect.isawaitable(result):
+            asyncio.ensure_future(result)
 
     def receive_unreadable(self, request_id: int | str | None, reason: str) -> None:
         self._answer_error(request_id, JsonRpcParseError(reason))

@@ -4,6 +4,7 @@ the client. The LSP handlers that drive it are in features.py; `serve` starts it
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -316,13 +317,17 @@ class TorchDoctorServer(LanguageServer):
         if raw is None or diagnostics is not result.diagnostics or notebook:
             self.publish(result.uri, diagnostics, result.version)
             return
-        self.protocol._send_data(
+        head = json.dumps(
             {
                 "jsonrpc": "2.0",
                 "method": types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
-                "params": {"uri": result.uri, "diagnostics": raw, "version": result.version},
-            }
+                "params": {"uri": result.uri, "version": result.version},
+            },
+            separators=(",", ":"),
         )
+        # the diagnostics' own JSON, made once per finding, spliced into the message
+        body = f'{head[:-2]},"diagnostics":[{",".join(raw)}]}}}}'
+        self.protocol.send_json_text(body)
 
     def publish(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
         if publish_cells(self, uri, diagnostics):
