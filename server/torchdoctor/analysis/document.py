@@ -33,9 +33,8 @@ class Document:
     index: LineIndex
     tree: ast.Module
     syntax_problems: list[SyntaxProblem] = field(default_factory=list)
-    # the tree is `ast.parse(text)` itself, not repaired block by block (repairs can leave no
-    # problem behind and still differ from it): only such a tree may lend statements to the
-    # next version of the document (see incremental.py)
+    # no block needed repairing: the tree is `ast.parse(text)` itself (a fresh parse) or the
+    # file's blocks each parsed alone (incremental.py)
     parsed_whole: bool = field(default=False, repr=False, compare=False)
     _semantics: Semantics | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from .blocks import BlockScan, rescan, scan
 from .config import Config
 from .document import Document, SyntaxProblem, _parse_block, _try_parse
+from .engine import analyse
 from .findings import Finding
 from .gc_pause import gc_paused
 from .lines import LineIndex
@@ -112,8 +113,6 @@ class IncrementalAnalyser:
             self._previous = version
             if version is None:
                 self._findings.forget()
-                from .engine import analyse  # the engine imports this module's users
-
                 document = Document.parse(text, path)
                 return document, analyse(document, config)
             return version.document, analyse_scoped(

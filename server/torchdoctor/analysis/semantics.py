@@ -104,6 +104,8 @@ class Semantics:
     _focus: list[BlockIndex] | None = field(default=None, repr=False)
     # the imports and model classes, the same object while they stay equal between versions
     names_key: object = field(default=None, repr=False)
+    # while set, every kind asked for is recorded here (what a cached fact depends on)
+    kind_reads: dict[str, ValueKind | None] | None = field(default=None, repr=False)
     # facts derived on demand by shared helpers (training structure, data flow), per version
     derived: dict[str, Any] = field(default_factory=dict)
     # the semantics of the whole file when this one is focused on some of its blocks
@@ -349,7 +351,10 @@ class Semantics:
         # build_semantics returns (nothing changes it afterwards)
         cache = self._kind_cache
         if dotted in cache:
-            return cache[dotted]
+            found = cache[dotted]
+            if self.kind_reads is not None:
+                self.kind_reads[dotted] = found
+            return found
         found = self.kinds.get(dotted)
         if found is None:
             last = dotted.rsplit(".", 1)[-1]
@@ -360,6 +365,8 @@ class Semantics:
             elif MODEL_NAME.search(last):
                 found = ValueKind.MODEL
         cache[dotted] = found
+        if self.kind_reads is not None:
+            self.kind_reads[dotted] = found
         return found
 
     def assigned_values(self, dotted: str) -> list[ast.expr]:
@@ -732,9 +739,7 @@ def _assigned_by_name(
     return index
 
 
-def _record_value_kinds(sem: Semantics, blocks: list[BlockIndex] | None = None) -> None:
-    if blocks is None:
-        blocks = [index_block(sem.tree.body)]
+def _record_value_kinds(sem: Semantics, blocks: list[BlockIndex]) -> None:
     # the blocks' facts depend on the file's imports and model classes only
     key = (tuple(sem.imports.items()), tuple(sem.module_classes))
     kinds = sem.kinds

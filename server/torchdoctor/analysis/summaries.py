@@ -378,20 +378,11 @@ def _block_summaries(sem: Semantics, block: BlockIndex, key: object) -> BlockSum
     # the kinds the block's summaries read are recorded: a later version reuses them while
     # those names keep their kinds (a rename elsewhere in the file changes other names')
     kinds_read: dict[str, ValueKind | None] = {}
-    plain_kind_of = sem.kind_of
-
-    def recording_kind_of(node: ast.AST) -> ValueKind | None:
-        dotted = sem.dotted(node)
-        if dotted is None:
-            return None
-        kind = kinds_read[dotted] = sem.kind_of_name(dotted)
-        return kind
-
-    sem.kind_of = recording_kind_of  # type: ignore[method-assign]
+    sem.kind_reads = kinds_read
     try:
         return _summaries_of_block(sem, block, key, kinds_read)
     finally:
-        sem.kind_of = plain_kind_of  # type: ignore[method-assign]
+        sem.kind_reads = None
 
 
 def _summaries_of_block(

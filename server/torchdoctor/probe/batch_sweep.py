@@ -164,25 +164,14 @@ def resize_batch(value: Any, batch: int, original: int) -> Any:
     return value
 
 
-def cpu_peak_bytes(step: Step, baseline: int) -> int:
-    """`baseline` + the highest running sum of CPU allocations during one step."""
+def cpu_peak_bytes(step: Step, baseline: int, allocation_peak: Callable[[Any], int]) -> int:
+    """`baseline` + the highest running sum of CPU allocations during one step
+    (`allocation_peak`: the runner's reading of a profile's allocation records)."""
     from torch.autograd.profiler import profile
 
     with profile(use_kineto=True, profile_memory=True) as profiler:
         step()
-    allocations: list[tuple[int, int]] = []
-    stack = list(profiler.kineto_results.experimental_event_tree())
-    while stack:
-        node = stack.pop()
-        extra = node.extra_fields
-        if type(extra).__name__ == "_ExtraFields_Allocation" and extra.device.type == "cpu":
-            allocations.append((node.start_time_ns, extra.alloc_size))
-        stack.extend(node.children)
-    running = peak = 0
-    for _, size in sorted(allocations):
-        running += size
-        peak = max(peak, running)
-    return baseline + peak
+    return baseline + allocation_peak(profiler.kineto_results)
 
 
 def cuda_peak_bytes(step: Step, device: Any) -> int:

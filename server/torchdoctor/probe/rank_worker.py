@@ -269,24 +269,6 @@ def _numel(shape: list[Any]) -> int:
     return count
 
 
-def cpu_peak_from_profile(profiler: Any) -> int:
-    """Highest running sum of the profiler's CPU allocation records over the step."""
-    allocations: list[tuple[int, int]] = []
-    stack = list(profiler.profiler.kineto_results.experimental_event_tree())
-    while stack:
-        node = stack.pop()
-        extra = node.extra_fields
-        if type(extra).__name__ == "_ExtraFields_Allocation" and extra.device.type == "cpu":
-            allocations.append((node.start_time_ns, extra.alloc_size))
-        stack.extend(node.children)
-    allocations.sort()
-    running = peak = 0
-    for _, size in allocations:
-        running += size
-        peak = max(peak, running)
-    return peak
-
-
 class StrategyRun:
     """One strategy on this rank: build, wrap, warm up, time, profile."""
 
@@ -413,7 +395,8 @@ class StrategyRun:
         else:
             memory = {
                 "memory_method": "profiler_allocations",
-                "peak_memory_bytes": baseline + cpu_peak_from_profile(profiler),
+                "peak_memory_bytes": baseline
+                + self.runner.cpu_allocation_peak(profiler.profiler.kineto_results),
             }
         collectives = collectives_from_profile(profiler, element_bytes, context.is_cuda)
         return memory, collectives, elapsed_ms

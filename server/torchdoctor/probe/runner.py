@@ -1603,7 +1603,7 @@ def batch_sweep_pass(session: Session) -> dict[str, Any] | None:
     def peak_bytes(step: Callable[[], None], _batch: int) -> int:
         if session.is_cuda:
             return sweep.cuda_peak_bytes(step, session.device)
-        return sweep.cpu_peak_bytes(step, state_bytes + step.input_bytes)  # type: ignore[attr-defined]
+        return sweep.cpu_peak_bytes(step, state_bytes + step.input_bytes, cpu_allocation_peak)  # type: ignore[attr-defined]
 
     def release() -> None:
         if session.is_cuda:
@@ -2176,11 +2176,11 @@ def cuda_memory_pass(session: Session) -> dict[str, Any]:
     }
 
 
-def cpu_memory_from_profile(session: Session, profiler: Any) -> dict[str, Any]:
-    """Peak of the running sum of the profiler's CPU allocation records over one step,
-    on top of what was allocated before it (parameters, buffers, input)."""
+def cpu_allocation_peak(kineto_results: Any) -> int:
+    """Highest running sum of a profile's CPU allocation records (frees are negative sizes),
+    in time order: the most the profiled code held at once beyond what it started with."""
     allocations: list[tuple[int, int]] = []
-    stack = list(profiler.kineto_results.experimental_event_tree())
+    stack = list(kineto_results.experimental_event_tree())
     while stack:
         node = stack.pop()
         extra = node.extra_fields
@@ -2192,6 +2192,13 @@ def cpu_memory_from_profile(session: Session, profiler: Any) -> dict[str, Any]:
     for _, size in allocations:
         running += size
         peak = max(peak, running)
+    return peak
+
+
+def cpu_memory_from_profile(session: Session, profiler: Any) -> dict[str, Any]:
+    """Peak of the running sum of the profiler's CPU allocation records over one step,
+    on top of what was allocated before it (parameters, buffers, input)."""
+    peak = cpu_allocation_peak(profiler.kineto_results)
     model = session.model
     baseline = (
         tensor_bytes(model.parameters()) + tensor_bytes(model.buffers())
