@@ -1,17 +1,14 @@
 """TD701: `pretrained=` on torchvision builders is deprecated since torchvision 0.13; the weights
 `pretrained=True` loads are the builder's legacy weights, which `weights="DEFAULT"` may not be.
 
-The PyPI wheel of torchvision is linked against CUDA torch; with a CPU-only torch its compiled
-operators cannot register and `import torchvision` fails in `_meta_registrations`. The builders
-and their weight tables tested here are pure Python, so that module is stubbed in that case.
+The builders and their weight tables tested here are pure Python: torchvision is imported
+without its compiled operators where they cannot load (tests/torchvision_import.py).
 No weights are downloaded: the download is replaced by a stub that reports the URL it was given.
 """
 
 from __future__ import annotations
 
 import inspect
-import sys
-import types
 import warnings
 
 import pytest
@@ -21,6 +18,8 @@ from torchdoctor.analysis.rules.api.symbols import (
     TORCHVISION_LEGACY_WEIGHTS,
 )
 
+from .. import torchvision_import
+
 PRETRAINED_WARNING = (
     "The parameter 'pretrained' is deprecated since 0.13 and may be removed in the future, "
     "please use 'weights' instead."
@@ -29,24 +28,15 @@ PRETRAINED_WARNING = (
 
 def import_torchvision():
     try:
-        import torchvision
+        return torchvision_import.import_torchvision()
     except ImportError as error:
         if error.name == "torchvision":
             pytest.skip(
-                "torchvision is not installed (no torchvision wheel on PyPI matches the CPU "
-                "build of torch 2.13.0: torchvision==0.28.0 is linked against CUDA torch; "
-                "these tests stub its compiled operators, so `pip install torchvision==0.28.0` "
-                "runs them)"
+                "torchvision is not installed (`pip install torchvision==0.28.0` runs these "
+                "tests; see tests/torchvision_import.py for why its compiled operators are left "
+                "out)"
             )
         pytest.skip(f"torchvision cannot be imported: {error}")
-    except RuntimeError:
-        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
-            del sys.modules[name]
-        sys.modules["torchvision._meta_registrations"] = types.ModuleType(
-            "torchvision._meta_registrations"
-        )
-        import torchvision
-    return torchvision
 
 
 class Download(Exception):

@@ -21,6 +21,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from torchdoctor.probe.build_options import BuildOptions
 from torchdoctor.probe.schema import ProbeReport
 
+from .. import torchvision_import
 from .conftest import FIXTURES, WarmProbe, needs_torch, report_of
 
 pytestmark = needs_torch
@@ -28,8 +29,10 @@ pytestmark = needs_torch
 
 def import_problem(module: str) -> str | None:
     """Why `module` cannot be imported here, or None. transformers imports torchvision for
-    its models whenever torchvision is installed, so a broken torchvision breaks both."""
+    its models whenever torchvision is installed, so a broken torchvision breaks both (both
+    are imported as the fixtures import them, see tests/torchvision_import.py)."""
     try:
+        torchvision_import.importable()
         importlib.import_module(module)
         if module == "transformers":
             from transformers import GPT2LMHeadModel  # noqa: F401 - the lazy import is the check
@@ -133,6 +136,8 @@ CASES = [
     hf_case("gpt2", "Gpt2", "gpt2", "GPT2Config", expect_inputs=TEXT_INPUTS),
     hf_case("vit", "ImageClassifier", "vit", "ViTConfig",
             expect_inputs=["kwargs['pixel_values']"]),
+    hf_case("vit-amp", "ImageClassifier", "vit", "ViTConfig", amp=True,
+            expect_inputs=["kwargs['pixel_values']"]),
     hf_case("bart", "Summarizer", "bart", "BartConfig",
             expect_inputs=[*TEXT_INPUTS, "kwargs['decoder_input_ids']"]),
     hf_case("llama", "Chat", "llama", "LlamaConfig", expect_inputs=TEXT_INPUTS),
@@ -223,9 +228,30 @@ def plain_run(case: Case, report: ProbeReport) -> PlainRun:
     )
 
 
+def cpu_autocast_problem(model: torch.nn.Module, *inputs: torch.Tensor) -> str | None:
+    """Why plain torch cannot run `model` under CPU bfloat16 autocast on this machine, or
+    None: oneDNN has no bfloat16 LSTM kernel on some CPUs (without AVX-512 it raises "could
+    not create a primitive descriptor for the LSTM forward propagation primitive")."""
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            model(*inputs)
+    except RuntimeError as error:
+        return f"plain torch cannot run it under CPU bfloat16 autocast on this CPU: {error}"
+    return None
+
+
+def case_problem(case: Case) -> str | None:
+    if case.needs:
+        return import_problem(case.needs)
+    if case.amp and case.target == "LstmLanguageModel":
+        lstm = torch.nn.LSTM(8, 8, batch_first=True)
+        return cpu_autocast_problem(lstm, torch.randn(2, 3, 8))
+    return None
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_zoo_model_matches_a_plain_run(warm: WarmProbe, case: Case) -> None:
-    problem = import_problem(case.needs) if case.needs else None
+    problem = case_problem(case)
     if problem:
         pytest.skip(problem)
     build = BuildOptions(
