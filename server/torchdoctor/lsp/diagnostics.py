@@ -176,11 +176,11 @@ class CachedDiagnostic:
 def _converter() -> Any:
     from pygls.protocol import default_converter
 
-    return default_converter()
+    return default_converter()  # type: ignore[no-untyped-call]  # pygls's factory is unannotated
 
 
 def _unstructure(diagnostic: types.Diagnostic) -> dict[str, Any]:
-    return _converter().unstructure(diagnostic, unstructure_as=types.Diagnostic)  # type: ignore[no-any-return]
+    return _converter().unstructure(diagnostic, unstructure_as=types.Diagnostic)  # type: ignore[no-any-return]  # unstructure returns Any
 
 
 def run_rules(document: Document, config: Config) -> tuple[list[Finding], list[InternalError]]:

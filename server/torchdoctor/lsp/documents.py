@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
@@ -145,7 +146,7 @@ class DocumentStore:
     def get(self, uri: str) -> OpenDocument | None:
         return self._documents.get(uri)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[OpenDocument]:
         return iter(list(self._documents.values()))
 
     def __len__(self) -> int:

@@ -11,7 +11,7 @@ from functools import partial
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from ..analysis import Span
+from ..analysis import Config, Span
 from . import code_actions
 from .code_lens import probe_lenses
 from .commands import register_commands
@@ -139,8 +139,8 @@ def register_features(server: TorchDoctorServer) -> None:
         probed = _probed_modules(ls, result, line)
         under = [f for f in result.findings if _under(f.span, line, col)]
         if under:
-            text = findings_markdown(under, ls.locale)
-            return _hover(ls, _joined(text, probed), mapper.range(under[0].span))
+            text = _joined(findings_markdown(under, ls.locale), probed)
+            return _hover(ls, text, mapper.range(under[0].span)) if text else None
         outline = await ls.outline_of(result)
         target = api_at(result.document, outline.imports, line, col)
         if target is None:
@@ -169,7 +169,8 @@ def register_features(server: TorchDoctorServer) -> None:
         if result is None:
             return None
         document = ls.documents.get(result.uri)
-        config = ls.config_for(document) if document is not None else None
+        # no document: the engine's defaults, as `analyse` takes for a config of None
+        config = ls.config_for(document) if document is not None else Config()
         job = partial(
             code_actions.code_actions,
             result,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import cast
 
 # where a message starts; bounded so that a search can back up by a fixed amount across chunks
 HEADER_START = re.compile(rb"Content-Length[ \t]{0,16}:[ \t]{0,16}\d{1,18}[ \t]{0,16}\r\n", re.I)
@@ -280,7 +281,8 @@ def _scan_for_id(text: str, start: int) -> int | str | None:
 
 def _token_id(token: str) -> int | str | None:
     if token.startswith('"'):
-        return json.loads(token)
+        # _TOKEN matches a quoted token only as a whole JSON string literal: it loads as a str
+        return cast(str, json.loads(token))
     return int(token) if _INTEGER.fullmatch(token) else None
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from typing import Any
 
 from ..isolation import isolated_environment
@@ -98,7 +99,7 @@ class JediSupport:
     def prefetch(self, qualnames: Iterable[str]) -> None:
         """Look names up in the background so that their first hover is complete."""
         for qualname in qualnames:
-            self._worker.submit(lambda name=qualname: self._describe(name))
+            self._worker.submit(partial(self._describe, qualname))
 
     def shutdown(self) -> None:
         self._worker.shutdown()
@@ -192,7 +193,7 @@ def tolerate_truncated_parso_cache() -> None:
                 os.remove(hashed_path(hashed_grammar, path, cache_path=cache_path))
             return None
 
-    load._torchdoctor = True  # type: ignore[attr-defined]
+    load._torchdoctor = True  # type: ignore[attr-defined]  # a marker on a plain function
     parso_cache._load_from_file_system = load
 
 

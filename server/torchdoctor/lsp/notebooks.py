@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -155,13 +155,13 @@ class NotebookStore:
             if data.document in by_uri:
                 by_uri[data.document].kind = data.kind
         for content in changes.text_content or []:
-            cell = by_uri.get(content.document.uri)
-            if cell is None:
+            edited = by_uri.get(content.document.uri)
+            if edited is None:
                 log.warning("an edit for %s, which is not in the notebook", content.document.uri)
                 continue
             for change in content.changes:
-                cell.document.apply(change, encoding)
-            cell.document.version = content.document.version
+                edited.document.apply(change, encoding)
+            edited.document.version = content.document.version
 
     def close(self, uri: str) -> OpenNotebook | None:
         notebook = self._notebooks.pop(uri, None)
@@ -170,7 +170,7 @@ class NotebookStore:
                 self._cells.pop(cell.uri, None)
         return notebook
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[OpenNotebook]:
         return iter(list(self._notebooks.values()))
 
 
@@ -681,7 +681,8 @@ def _resolve_for_cells(server: TorchDoctorServer) -> None:
             params.edit = await _fix_all_edit(server, notebook)
             return params
         result = original(params)
-        action = await result if inspect.isawaitable(result) else result
+        # the server's own `codeAction/resolve` (features.py) answers a CodeAction
+        action: types.CodeAction = await result if inspect.isawaitable(result) else result
         if notebook is not None:
             action.edit = cell_workspace_edit(notebook, action.edit) or types.WorkspaceEdit()
         return action

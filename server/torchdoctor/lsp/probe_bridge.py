@@ -33,7 +33,14 @@ from ..probe.client import (
     WorkerPool,
     resolve_interpreter,
 )
-from ..probe.schema import ErrorEvent, ProbeEvent, ProbeReport, ProgressEvent, SchemaError
+from ..probe.schema import (
+    ErrorEvent,
+    FinalEvent,
+    ProbeEvent,
+    ProbeReport,
+    ProgressEvent,
+    SchemaError,
+)
 from ..probe.sweep_options import SweepOptions
 from .probe_source import ProbeSource, probe_source
 from .settings import ProbeSettings
@@ -190,7 +197,7 @@ def _report(request: ProbeRequest, event: ProbeEvent) -> None:
         request.report_progress(message, int(event.percent))
 
 
-def _event_json(final: Any) -> dict[str, Any]:
+def _event_json(final: FinalEvent) -> dict[str, Any]:
     if isinstance(final, ErrorEvent):
         return {
             "kind": final.kind,

@@ -103,7 +103,8 @@ async def run_for_editor(
     document = ls.documents.get(request.uri)
     text = document.text if document is not None else None
     path = document.path if document is not None else uri_to_path(request.uri)
-    folders = tuple(uri_to_path(f.uri) for f in ls.workspace.folders.values()) + (
+    on_disk = (uri_to_path(f.uri) for f in ls.workspace.folders.values())
+    folders = tuple(folder for folder in on_disk if folder is not None) + (
         (ls.root_path,) if ls.root_path else ()
     )
     if text is None and path is not None and outside_workspace(path, folders):

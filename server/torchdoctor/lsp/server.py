@@ -411,15 +411,15 @@ class TorchDoctorServer(LanguageServer):
         except (KeyboardInterrupt, SystemExit):  # SystemExit: the `exit` notification
             pass
         finally:
-            self.shutdown()
+            self.shutdown()  # type: ignore[no-untyped-call]  # pygls's Server.shutdown is unannotated
 
     def start_tcp(self, host: str, port: int) -> None:
         self._stop_event = stop = threading.Event()
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            self.protocol.set_writer(writer)  # type: ignore[arg-type]
+            self.protocol.set_writer(writer)
             await serve_messages(stream_chunks(reader), self.protocol, stop)
-            self.shutdown()
+            self.shutdown()  # type: ignore[no-untyped-call]  # pygls's Server.shutdown is unannotated
 
         async def listen() -> None:
             self._server = await asyncio.start_server(connection, host, port)

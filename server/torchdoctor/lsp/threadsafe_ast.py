@@ -31,4 +31,4 @@ def serialise_ast_parse() -> None:
 
     parse.__doc__ = original.__doc__
     setattr(parse, _MARK, True)
-    ast.parse = parse  # type: ignore[assignment]
+    ast.parse = parse

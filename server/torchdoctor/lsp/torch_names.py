@@ -76,13 +76,13 @@ def nodes_at(tree: ast.Module, lineno: int, byte_col: int) -> list[ast.AST]:
 
 
 def _contains(node: ast.AST, lineno: int, byte_col: int) -> bool:
-    start = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    start = (node.lineno, node.col_offset)  # type: ignore[attr-defined]  # nodes here have lineno
     decorators = getattr(node, "decorator_list", None)
     if decorators:
         # a decorated definition starts at its `def`/`class` line; its decorators sit above
         first = decorators[0]
         start = min(start, (first.lineno, first.col_offset))
-    end_line = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+    end_line = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]  # nodes here have lineno
     end_col = getattr(node, "end_col_offset", None)
     if end_col is None:
         return start <= (lineno, byte_col) and lineno <= end_line
