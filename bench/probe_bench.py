@@ -59,16 +59,20 @@ print(json.dumps({{"steps_s": steps, "total_s": time.perf_counter() - started}})
 
 # Runs in a fresh interpreter: the runner's own checker against bare steps, same process.
 CHECKER_SCRIPT = """
-import importlib.util, json, statistics, sys, time
+import importlib.util, json, os, statistics, sys, time
 import torch
 torch.set_num_threads({threads})
-def load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
+def load(name, path, package=False):
+    # the runner is a package folder: loaded by its __init__.py, its modules found beside it
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(path, "__init__.py") if package else path,
+        submodule_search_locations=[path] if package else None,
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-runner = load("bench_runner", {runner!r})
+runner = load("bench_runner", {runner!r}, package=True)
 module = load("bench_models", {models!r})
 torch.manual_seed(0)
 model = getattr(module, {target!r})()

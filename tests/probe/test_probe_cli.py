@@ -58,11 +58,26 @@ def test_bad_arguments_exit_2_without_starting_torch(tmp_path: Path) -> None:
 
 
 def test_runner_copied_out_of_the_package_runs_alone(tmp_path: Path) -> None:
-    runner = tmp_path / "runner.py"
-    shutil.copy(RUNNER_PATH, runner)
-    for name in COMPANION_MODULES:  # the standard-library modules it loads from its folder
-        shutil.copy(RUNNER_PATH.with_name(f"{name}.py"), tmp_path / f"{name}.py")
-    model = shutil.copy(EXAMPLES / "models.py", tmp_path / "models.py")
+    folder = tmp_path / "probe"  # the runner's folder and the modules it loads from beside it
+    runner = folder / "runner"
+    shutil.copytree(RUNNER_PATH, runner, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in COMPANION_MODULES:  # the standard-library modules it loads from next to it
+        shutil.copy(RUNNER_PATH.with_name(f"{name}.py"), folder / f"{name}.py")
+    shutil.copy(EXAMPLES / "models.py", tmp_path / "models.py")
+    # The user's own modules named like the runner's: the model's imports get these, and the
+    # runner's own modules are not importable by their short names.
+    for name in ("timing", "inputs", "checks"):
+        (tmp_path / f"{name}.py").write_text("OWN = True\n", encoding="utf-8")
+    model = tmp_path / "net.py"
+    model.write_text(
+        "import importlib.util\n"
+        "import checks, inputs, models, timing\n"
+        "assert checks.OWN and inputs.OWN and timing.OWN\n"
+        "assert not any(importlib.util.find_spec(n) for n in ('one_probe', 'graph_breaks'))\n"
+        "class SmallCNN(models.SmallCNN):\n"
+        "    pass\n",
+        encoding="utf-8",
+    )
     run = subprocess.run(
         [sys.executable, str(runner), "--file", str(model), "--target", "SmallCNN", *QUICK],
         capture_output=True,

@@ -1,6 +1,6 @@
 """Where a failed backward went wrong in the forward: the user's line, not autograd's engine.
 
-Loaded by runner.py from the file next to it; it imports only the standard library and torch.
+Loaded by runner/ from the file next to it; it imports only the standard library and torch.
 
 A backward error has no user frame of its own (the traceback ends in `loss.backward()` and
 autograd's engine). The step is run once more, with two observers:
@@ -135,7 +135,9 @@ def _blamed_inplace(
         return None
     shape = tuple(int(part) for part in match["shape"].replace(" ", "").split(",") if part)
     expected = int(match["expected"])
-    candidates = [op for op in recorder.inplace if op.version_after == expected + 1]
+    candidates: list[InplaceOp] = [
+        op for op in recorder.inplace if op.version_after == expected + 1
+    ]
     if saved_at is not None:
         storages = {
             made.storage for made in recorder.made

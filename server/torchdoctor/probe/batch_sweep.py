@@ -1,6 +1,6 @@
 """Batch-size sweep: forward+backward at doubling batch sizes (or the sizes asked for) until
 memory or time runs out, then a binary search between the last size that fit and the first that
-did not. Loaded by runner.py from the file next to it: standard library and torch only.
+did not. Loaded by runner/ from the file next to it: standard library and torch only.
 
 "Fits" means the step ran (an out-of-memory error is caught and the memory released) and its
 peak memory stayed under the limit: `--max-memory`, else the GPU's memory. On the CPU the peak

@@ -1,6 +1,6 @@
 """Where the model's tensors and containers were made while it was built: the user's lines.
 
-Loaded by runner.py from the file next to it; it imports only the standard library and torch.
+Loaded by runner/ from the file next to it; it imports only the standard library and torch.
 
 While the constructor runs, three things are noted at the innermost user frame:
 
@@ -74,14 +74,14 @@ class BuildOrigins:
                     origins._keep_alive.append(tensor)
             return tensor
 
-        module_cls.register_buffer = recording_register  # type: ignore[method-assign]
-        module_cls.__setattr__ = recording_setattr  # type: ignore[method-assign]
+        module_cls.register_buffer = recording_register
+        module_cls.__setattr__ = recording_setattr
         torch.from_numpy = recording_from_numpy
         try:
             yield
         finally:
-            module_cls.register_buffer = original_register  # type: ignore[method-assign]
-            module_cls.__setattr__ = original_setattr  # type: ignore[method-assign]
+            module_cls.register_buffer = original_register
+            module_cls.__setattr__ = original_setattr
             torch.from_numpy = original_from_numpy
 
     def release(self) -> None:

@@ -5,7 +5,7 @@ group of its own (``start_new_session``), in the interpreter's own environment (
 server's: see `runner_environment`). A time-out or a cancellation kills the runner and
 everything it started, wherever that moved (`ProcessTree`), and no wait here outlasts its
 bound: a process that keeps our pipes open cannot hold up a probe or the server's shutdown.
-The runner runs each probe in a fresh child it forks (see runner.py), so nothing of one probe
+The runner runs each probe in a fresh child it forks (see runner/worker.py), so nothing of one probe
 survives into the next. Two ways to run:
 
 - `run_probe` / `stream_probe`: a fresh runner per probe (pays ``import torch`` each time);
@@ -47,7 +47,8 @@ from .schema import (
 )
 from .sweep_options import SweepOptionError, SweepOptions
 
-RUNNER_PATH = Path(__file__).with_name("runner.py")
+RUNNER_PATH = Path(__file__).with_name("runner")
+"""The runner package's folder: `python RUNNER_PATH` runs its __main__.py."""
 DEVICES = ("auto", "cpu", "cuda")
 _TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # The input grammar's characters (input_spec.py); the runner is started without a shell, and

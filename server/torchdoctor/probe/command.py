@@ -14,7 +14,7 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -321,7 +321,7 @@ def modules_table(report: ProbeReport) -> Table:
     for column, header in enumerate(
         ("output shape", "params", "forward", "FLOPs", "line"), start=2
     ):
-        justify = "left" if column == 2 else "right"
+        justify: Literal["left", "right"] = "left" if column == 2 else "right"
         table.add_column(header, justify=justify, no_wrap=True, min_width=width(column, header))
     for cells in rows:
         table.add_row(*cells)

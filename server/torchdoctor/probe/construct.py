@@ -1,6 +1,6 @@
 """Runner side of building the model: which keyword arguments its `__init__` gets.
 
-Loaded by path by runner.py inside the user's interpreter: standard library here, torch and
+Loaded by path by runner/ inside the user's interpreter: standard library here, torch and
 transformers only when the model's own code already uses them.
 
 - Arguments given (`--init`, the `# torchdoctor: init=` comment) are passed as keywords.
@@ -17,7 +17,7 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 MAX_DESCRIPTION = 120
 
@@ -34,7 +34,7 @@ class ArgumentPlan:
     """Given names `__init__` does not take (it has no **kwargs)."""
 
 
-def is_library_config_class(value: Any) -> bool:
+def is_library_config_class(value: Any) -> TypeGuard[type]:
     """A transformers `PretrainedConfig` subclass, recognised without importing transformers."""
     if not isinstance(value, type):
         return False
@@ -45,7 +45,7 @@ def is_library_config_class(value: Any) -> bool:
     )
 
 
-def init_parameters(cls: type) -> list[inspect.Parameter]:
+def init_parameters(cls: type[Any]) -> list[inspect.Parameter]:
     """The keyword-capable parameters of `cls.__init__`, without `self`."""
     try:
         signature = inspect.signature(cls.__init__)
@@ -55,7 +55,7 @@ def init_parameters(cls: type) -> list[inspect.Parameter]:
     return parameters
 
 
-def annotation_of(cls: type, parameter: inspect.Parameter) -> Any:
+def annotation_of(cls: type[Any], parameter: inspect.Parameter) -> Any:
     """The parameter's annotation as an object; string annotations are resolved in the
     module that wrote them (a failure leaves it unknown)."""
     annotation = parameter.annotation
@@ -126,7 +126,7 @@ def call_with(factory: Callable[..., Any], plan: ArgumentPlan) -> Any:
 
 def import_factory(module_name: str, attribute: str) -> Callable[..., Any]:
     """`module:attribute` imported as the project sees it (the file's folder is on sys.path)."""
-    owner: Any = importlib.import_module(module_name)
+    owner: object = importlib.import_module(module_name)
     for part in attribute.split("."):
         owner = getattr(owner, part)
     if not callable(owner):

@@ -14,7 +14,7 @@ import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .distributed_schema import (
     CollectiveRow,
@@ -175,7 +175,7 @@ def strategy_result(
 
     shares = [r.comm_share for r in ranks if r.comm_share is not None]
     return StrategyResult(
-        strategy=strategy,  # type: ignore[arg-type]
+        strategy=strategy,  # type: ignore[arg-type]  # from outcome.strategies: "ddp" or "fsdp"
         ok=bool(ranks) and not missing,
         ranks=ranks,
         total_params=int(first.get("total_params", 0)),
@@ -243,6 +243,7 @@ def rank_status(
     dumped = stack_from_dumps(dumps, outcome.user_file)
     done = {str(run.get("strategy")) for run in (record or {}).get("runs") or []}
     finished = error is None and done >= set(outcome.strategies)
+    status: Literal["ok", "raised", "killed", "timeout", "missing"]
     if start is None and record is None:
         status = "missing"
     elif error is not None:
@@ -264,7 +265,7 @@ def rank_status(
         rank=rank,
         pid=(start or {}).get("pid"),
         host=(start or {}).get("host"),
-        status=status,  # type: ignore[arg-type]
+        status=status,
         error_kind=kind,
         message=(error or {}).get("message"),
         strategy=(error or {}).get("strategy"),
@@ -336,7 +337,7 @@ def estimate(
         ring = ((ranks - 1) / ranks) / ((measured_ranks - 1) / measured_ranks)
         scaled = comm * ring * (INTER_NODE_SLOWDOWN if nodes > 1 else 1.0)
         share = scaled / (compute + scaled) if compute + scaled > 0 else None
-    return Extrapolation(ranks, nodes, result.strategy, int(memory), share)  # type: ignore[arg-type]
+    return Extrapolation(ranks, nodes, result.strategy, int(memory), share)
 
 
 def fmt_gib(value: int | None) -> str:
@@ -374,10 +375,12 @@ def recommendation(
     )
     if ddp and fsdp:
         reason += f", step {ddp.step_ms:.1f} ms vs {fsdp.step_ms:.1f} ms"
-    if ddp and device_memory and (ddp.peak_memory_bytes or 0) > DEVICE_MEMORY_SHARE * device_memory:
+    ddp_peak = (ddp.peak_memory_bytes or 0) if ddp else 0
+    choice: Literal["ddp", "fsdp"]
+    if ddp and device_memory and ddp_peak > DEVICE_MEMORY_SHARE * device_memory:
         choice = "fsdp"
         reason += (
-            f"; a DDP replica needs {ddp.peak_memory_bytes / device_memory:.0%} of the "
+            f"; a DDP replica needs {ddp_peak / device_memory:.0%} of the "
             f"device's {fmt_gib(device_memory)}: shard with FSDP"
         )
     elif ddp and fsdp:
@@ -402,7 +405,7 @@ def recommendation(
         for result in finished.values()
         if (row := estimate(result, measured_ranks, ranks, nodes)) is not None
     ]
-    return DistributedRecommendation(choice, reason, FORMULA, estimates)  # type: ignore[arg-type]
+    return DistributedRecommendation(choice, reason, FORMULA, estimates)
 
 
 def summarize(

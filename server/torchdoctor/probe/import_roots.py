@@ -1,6 +1,6 @@
 """The folders the user's imports are resolved from, as the project itself sees them.
 
-Loaded by runner.py from the file next to it; standard library only.
+Loaded by runner/ from the file next to it; standard library only.
 
 `python -m src.models.net` from the project root finds `from src.models.layers import Block`;
 a probe that only put the file's own folder on sys.path did not. The probe's sys.path starts

@@ -1,6 +1,6 @@
 """How the probe is told to build a model: `--init` JSON, `--factory module:function`, and the
 `# torchdoctor: init={...}` comment (standard library only; the client and the runner both
-read it, the runner loading this file by path, see runner.py)."""
+read it, the runner loading this file by path, see runner/companions.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The probe's input grammar: text in, a tree of tensor specs out (standard library only).
 
 Both ends read it: the client to refuse a bad ``--input`` before any interpreter starts, the
-runner (which loads this file by path, see runner.py) to build the tensors. Examples:
+runner (which loads this file by path, see runner/companions.py) to build the tensors. Examples:
 
     (8, 3, 224, 224)                                   one float32 tensor
     (8, 128):int64[0,50257)                            token ids below 50257
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 # Every torch dtype a random example input can have, by its torch name and the usual aliases.
 DTYPE_ALIASES: dict[str, str] = {
@@ -79,7 +80,10 @@ class TensorSpec:
 
 
 # What a spec value is: a tensor, a container of values, or a plain Python constant.
-Value = TensorSpec | tuple | list | dict | int | float | bool | str | None
+Value: TypeAlias = (
+    TensorSpec | tuple["Value", ...] | list["Value"] | dict[str, "Value"]
+    | int | float | bool | str | None
+)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Shapes by line: what every local of the user's own functions holds after each line of forward.
 
-Loaded by runner.py from the file next to it (the runner imports only the standard library and
+Loaded by runner/ from the file next to it (the runner imports only the standard library and
 torch, and so does this module). During one dedicated forward (never a timed one) it follows the
 code objects of the user's files that forward runs: the model's `forward`, the forwards of its
 submodules defined in user files, and the user functions they call. Library code is never
@@ -311,7 +311,7 @@ def trace_with_settrace(
 def trace_with_monitoring(
     run: Callable[[], Any], is_user_code: IsUserCode, recorder: Recorder
 ) -> Any:
-    monitoring = sys.monitoring  # type: ignore[attr-defined]
+    monitoring = sys.monitoring  # type: ignore[attr-defined]  # 3.12+; mypy checks as 3.11
     events = monitoring.events
     tool = next(
         (i for i in range(6) if monitoring.get_tool(i) is None), None

@@ -1,6 +1,6 @@
 """What the probe's passes measured so far, so a failure in a later pass loses none of it.
 
-Loaded by runner.py from the file next to it; standard library only.
+Loaded by runner/ from the file next to it; standard library only.
 
 Two ways a pass can fail once the model is built and its input chosen:
 

@@ -1,7 +1,7 @@
 """Runner side of `--dtype`, `--amp` and `--channels-last`: the model and its inputs converted
 once, forward run under `torch.autocast`, the loss scaled where a GradScaler belongs.
 
-Loaded by path by runner.py inside the user's interpreter; torch is imported lazily.
+Loaded by path by runner/ inside the user's interpreter; torch is imported lazily.
 """
 
 from __future__ import annotations

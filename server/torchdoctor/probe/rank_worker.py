@@ -1,11 +1,11 @@
 """What each rank runs under torchrun: the user's model wrapped in DDP and/or FSDP2, trained for
 a few steps, measured, and written to a JSON file per rank.
 
-Like runner.py this file runs in the user's interpreter and imports only the standard library,
-torch and runner.py (loaded from next to this file, for its user-code functions: importing the
-model, building it, choosing its input). It needs nothing from the launcher but what torchrun
-puts in the environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR...), so the same command
-works on one host or on many:
+Like the runner this file runs in the user's interpreter and imports only the standard library,
+torch and the runner package (runner/, loaded by path from next to this file, for its user-code
+functions: importing the model, building it, choosing its input). It needs nothing from the
+launcher but what torchrun puts in the environment (RANK, LOCAL_RANK, WORLD_SIZE,
+MASTER_ADDR...), so the same command works on one host or on many:
 
     torchrun --nproc-per-node 2 --standalone rank_worker.py --file model.py --target Net \\
         --strategy both --backend gloo --out RESULTS_DIR
@@ -61,13 +61,17 @@ COLLECTIVE_FAILURE = re.compile(
 
 
 def load_runner() -> types.ModuleType:
-    """runner.py under a private name (a user's own `runner` module must not shadow it)."""
+    """The runner package (runner/ next to this file) under a private name, as its __main__.py
+    loads it: a user's own `runner` or `timing` module must not shadow it."""
     name = "torchdoctor_probe_runner"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "runner.py"))
+    folder = os.path.join(HERE, "runner")
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
+    )
     if spec is None or spec.loader is None:
-        raise ImportError("runner.py is missing next to rank_worker.py")
+        raise ImportError("the runner folder is missing next to rank_worker.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -150,7 +154,7 @@ class RankContext:
 def user_code_for(runner: types.ModuleType) -> Any:
     """runner.UserCode that also treats this file as library code, not the user's."""
 
-    class RankUserCode(runner.UserCode):  # type: ignore[name-defined, misc]
+    class RankUserCode(runner.UserCode):  # type: ignore[name-defined, misc]  # loaded by path
         def _classify(self, filename: str) -> bool:
             if filename and os.path.realpath(filename).startswith(os.path.realpath(HERE) + os.sep):
                 return False
@@ -232,7 +236,9 @@ def wrap(model: Any, strategy: str, context: RankContext, find_unused: bool) -> 
     return model
 
 
-def collectives_from_profile(profiler: Any, element_bytes: int, is_cuda: bool) -> list[dict]:
+def collectives_from_profile(
+    profiler: Any, element_bytes: int, is_cuda: bool
+) -> list[dict[str, Any]]:
     """Per collective kind: calls, milliseconds and payload bytes in one profiled step. On CPU
     the backend's own events (`gloo:all_reduce`, run on its communication threads) carry the
     time and the tensor sizes; on CUDA the NCCL kernels carry the time."""
@@ -254,7 +260,7 @@ def collectives_from_profile(profiler: Any, element_bytes: int, is_cuda: bool) -
                 record["ms"] += event.cpu_time_total / 1000.0
         elif is_cuda:
             match = NCCL_KERNEL.search(name)
-            if match and getattr(event, "device_time_total", 0):
+            if match and getattr(event, "device_time_total", None):
                 record = entry(NCCL_KINDS.get(match.group(1), match.group(1)))
                 record["ms"] += event.device_time_total / 1000.0
     return sorted(kinds.values(), key=lambda row: row["ms"], reverse=True)

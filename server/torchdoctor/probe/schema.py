@@ -322,7 +322,7 @@ class ProbeReport:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, strict: bool = False) -> ProbeReport:
+    def from_dict(cls, data: object, *, strict: bool = False) -> ProbeReport:
         """Build a report from its JSON form. Unknown keys are ignored unless `strict`."""
         if not isinstance(data, dict):
             raise SchemaError("a report is a JSON object")
@@ -331,7 +331,7 @@ class ProbeReport:
                 f"report schema {data.get('schema')!r} is not supported (expected "
                 f"{SCHEMA_VERSION}): update torchdoctor"
             )
-        return _build(cls, data, "report", strict)
+        return typing.cast(ProbeReport, _build(cls, data, "report", strict))
 
     def module(self, name: str) -> ModuleRow | None:
         return next((row for row in self.modules if row.name == name), None)
@@ -401,7 +401,7 @@ def parse_event(data: dict[str, Any]) -> ProbeEvent | None:
             percent=float(data.get("percent") or 0.0),
         )
     if kind == "result":
-        return ResultEvent(ProbeReport.from_dict(data.get("report")))  # type: ignore[arg-type]
+        return ResultEvent(ProbeReport.from_dict(data.get("report")))
     if kind == "error":
         return ErrorEvent(
             kind=str(data.get("kind", "internal")),

@@ -1,6 +1,6 @@
 """Example inputs for Hugging Face transformers models, from the model's own config.
 
-Loaded by path by runner.py; it reads attributes only and imports nothing of transformers.
+Loaded by path by runner/; it reads attributes only and imports nothing of transformers.
 A text model gets `input_ids` below its vocabulary size and an all-ones `attention_mask`
 (plus `decoder_input_ids` for an encoder-decoder), an image model `pixel_values` of its
 configured size. The sequence is capped by the model's position table.

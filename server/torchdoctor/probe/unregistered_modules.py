@@ -1,7 +1,7 @@
 """Submodules the model uses but does not own: modules kept in plain lists, tuples, sets and
 dicts (or set with object.__setattr__), which `named_modules()` never lists.
 
-Loaded by runner.py from the file next to it; it imports only the standard library and torch.
+Loaded by runner/ from the file next to it; it imports only the standard library and torch.
 
 They run in forward (their FLOPs are counted) but their parameters are not in
 `model.parameters()`, so the optimizer never updates them, `.to(device)` does not move them,

@@ -1,6 +1,6 @@
 """.view() on a non-contiguous tensor: does it work for every shape of the same layout?
 
-Loaded by runner.py from the file next to it; pure Python (sizes and strides are plain ints),
+Loaded by runner/ from the file next to it; pure Python (sizes and strides are plain ints),
 so it needs neither torch nor this package.
 
 `view` never copies: it succeeds when every output dimension is made of input dimensions that
@@ -125,9 +125,9 @@ def _fragile_loose_dims(
         joins_after = after is not None and all(
             _adjacent(in_sizes, in_strides, d, d + 1) for d in range(dim, after)
         )
-        if not (joins_before or joins_after) and (before is not None or after is not None):
-            edge = before if before is not None else after
-            found.append(FragileMerge(tuple(sorted({dim, edge})), dim))  # type: ignore[arg-type]
+        edge = before if before is not None else after
+        if not (joins_before or joins_after) and edge is not None:
+            found.append(FragileMerge(tuple(sorted({dim, edge})), dim))
     return found
 
 
