@@ -67,7 +67,7 @@ class ScopedFindings:
     """What one document's analyser keeps between versions (the blocks keep the rest)."""
 
     key: object = None
-    kinds: dict[str, object] | None = None  # the kinds of names the last version had
+    kinds: dict[str, str] | None = None  # the kinds of names the last version had
     full_runs: int = 0
     focused_runs: int = 0
 
@@ -188,7 +188,7 @@ def _file_key(
     )
 
 
-def _changed_names(before: dict[str, object] | None, after: dict[str, object]) -> set[str] | None:
+def _changed_names(before: dict[str, str] | None, after: dict[str, str]) -> set[str] | None:
     """The last parts of the dotted names whose kind changed; None when all may have."""
     if before is None:
         return None

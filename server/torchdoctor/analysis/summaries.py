@@ -181,7 +181,12 @@ def _is_loss_or_optimizer(sem: Semantics, argument: ast.expr) -> bool:
             return False
         if LOSS_NAME.search(dotted.rsplit(".", 1)[-1]):
             return True
-        return sem.kind_of(argument) is ValueKind.OPTIMIZER
+        if sem.kind_of(argument) is ValueKind.OPTIMIZER:
+            return True
+        # a loss under another name: `err = criterion(out, y)`, then `backprop(err)`
+        return isinstance(argument, ast.Name) and any(
+            computes_loss(sem, value) for value in sem.assigned_values(dotted)
+        )
     return isinstance(argument, ast.Call) and _is_loss_call(sem, argument)
 
 
@@ -236,7 +241,7 @@ def returned_names(sem: Semantics, function: Function) -> frozenset[str]:
     found = cache.get(id(function))
     if found is None:
         names: set[str] = set()
-        stack = list(function.body)
+        stack: list[ast.AST] = list(function.body)
         while stack:
             node = stack.pop()
             if isinstance(node, FUNCTION_NODES):
@@ -405,13 +410,15 @@ def _summaries_of_block(
         func = call.func
         kind = type(func)
         if kind is ast.Name:
-            named.append((call, False, func.id, sem.enclosing_function(call)))  # type: ignore[attr-defined]
-        elif kind is ast.Attribute and type(func.value) is ast.Name:  # type: ignore[attr-defined]
-            named.append((call, True, func.attr, sem.enclosing_function(call)))  # type: ignore[attr-defined]
+            named.append((call, False, func.id, sem.enclosing_function(call)))  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+        elif kind is ast.Attribute and type(func.value) is ast.Name:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            named.append((call, True, func.attr, sem.enclosing_function(call)))  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
     return BlockSummaries(key, kinds_read, own, named)
 
 
-def _summarise_own_calls(sem: Semantics, summary: FunctionSummary, calls: list[ast.Call] | None):  # type: ignore[no-untyped-def]
+def _summarise_own_calls(
+    sem: Semantics, summary: FunctionSummary, calls: list[ast.Call] | None
+) -> None:
     parameters = _parameter_names(summary.function)
     for call in calls or ():
         func = call.func
