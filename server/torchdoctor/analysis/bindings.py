@@ -47,7 +47,7 @@ def same_binding(sem: Semantics, dotted: str, bound_at: ast.AST, used_at: ast.AS
 
 def scope_of(sem: Semantics, node: ast.AST) -> ast.AST:
     """The function holding `node`, else the module (memoised: rules ask often)."""
-    memo = sem.derived.setdefault("data:scopes", {})
+    memo: dict[int, ast.AST] = sem.derived.setdefault("data:scopes", {})
     scope = memo.get(id(node))
     if scope is None:
         scope = memo[id(node)] = function_scope(sem, node)
@@ -57,7 +57,7 @@ def scope_of(sem: Semantics, node: ast.AST) -> ast.AST:
 def names_bound_in(sem: Semantics, scope: ast.AST) -> set[str]:
     """Plain names a function binds itself (parameters, assignments, loop targets)."""
     sem = sem.whole  # a fact of the file, even for a focused view
-    index = sem.derived.get("data:bound_names")
+    index: dict[int, set[str]] | None = sem.derived.get("data:bound_names")
     if index is None:
         index = {}
         for function in sem.functions:
@@ -80,12 +80,12 @@ def names_bound_in(sem: Semantics, scope: ast.AST) -> set[str]:
         for loop in sem.loops:
             if isinstance(loop, ast.For | ast.AsyncFor):
                 targets.append((loop, loop.target))
-        for statement, target in targets:
-            function = sem.enclosing_function(statement)
-            if function is None:
+        for statement, bound in targets:
+            owner = sem.enclosing_function(statement)
+            if owner is None:
                 continue
-            names = index.setdefault(id(function), set())
-            for node in ast.walk(target):
+            names = index.setdefault(id(owner), set())
+            for node in ast.walk(bound):
                 if isinstance(node, ast.Name):
                     names.add(node.id)
         sem.derived["data:bound_names"] = index
@@ -99,7 +99,7 @@ def at_module_level(sem: Semantics, node: ast.AST) -> bool:
 def module_functions(sem: Semantics) -> dict[str, Function]:
     """Functions defined at module level (outside classes), by name."""
     sem = sem.whole  # a fact of the file, even for a focused view
-    found = sem.derived.get("data:module_functions")
+    found: dict[str, Function] | None = sem.derived.get("data:module_functions")
     if found is None:
         found = {}
         for function in sem.functions:
@@ -134,7 +134,7 @@ def class_of_instance(sem: Semantics, name: str, at: ast.AST) -> ast.ClassDef | 
 def assignments_to(sem: Semantics, dotted: str) -> list[ast.Assign | ast.AnnAssign]:
     """Every `dotted = ...` in the file, from an index built once."""
     sem = sem.whole  # a fact of the file, even for a focused view
-    index = sem.derived.get("data:assignments")
+    index: dict[str, list[ast.Assign | ast.AnnAssign]] | None = sem.derived.get("data:assignments")
     if index is None:
         index = {}
         for assign in sem.assigns:
@@ -154,7 +154,7 @@ def assignments_to(sem: Semantics, dotted: str) -> list[ast.Assign | ast.AnnAssi
 
 def _calls_of_builtin(sem: Semantics, name: str) -> list[ast.Call]:
     sem = sem.whole  # a fact of the file, even for a focused view
-    index = sem.derived.get("data:name_calls")
+    index: dict[str, list[ast.Call]] | None = sem.derived.get("data:name_calls")
     if index is None:
         index = {}
         for call in sem.calls:

@@ -101,10 +101,8 @@ def call_layout(ctx: RuleContext, call: ast.Call) -> CallLayout | None:
         trailing_comma = False
     if open_paren is None or close_paren is None:
         return None
-    nodes = sorted(
-        [*call.args, *call.keywords],
-        key=lambda node: (node.lineno, node.col_offset),  # type: ignore[attr-defined]
-    )
+    arguments: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    nodes = sorted(arguments, key=lambda node: (node.lineno, node.col_offset))
     if len(nodes) != len(slots):
         return None
     return CallLayout(

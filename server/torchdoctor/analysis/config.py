@@ -151,9 +151,11 @@ def _torchdoctor_table(path: Path, data: bytes) -> dict[str, Any] | None:
     except UnicodeDecodeError as error:
         if not ours:
             return None
-        line = data[: error.start].count(b"\n") + 1
+        bad_line = data[: error.start].count(b"\n") + 1
         reason = "not valid UTF-8 (TOML files must be)"
-        raise ConfigError(f"{path}:{line}: {reason}", path=path, line=line, reason=reason) from None
+        raise ConfigError(
+            f"{path}:{bad_line}: {reason}", path=path, line=bad_line, reason=reason
+        ) from None
     except tomllib.TOMLDecodeError as error:
         if not ours:
             return None

@@ -18,7 +18,7 @@ GRAPH_CUTTING_FUNCTIONS = frozenset({"float", "int", "bool", "len", "str", "roun
 class Definition:
     name: str
     node: ast.AST  # the statement (Assign, AugAssign, For, With, arguments) that binds the name
-    value: ast.AST | None  # the assigned expression, when there is one
+    value: ast.expr | None  # the assigned expression, when there is one
     position: tuple[int, int]
     # Where the binding takes effect: after the whole `x = f(x)` (its right side still sees the
     # earlier `x`), after the iterable of a `for`, after the item of a `with`.
@@ -91,7 +91,7 @@ def _build_flow(scope: ast.AST, statements: list[ast.AST]) -> ScopeFlow:
     flow = ScopeFlow()
 
     def bind(
-        target: ast.AST, statement: ast.AST, value: ast.AST | None, visible_from: tuple[int, int]
+        target: ast.AST, statement: ast.AST, value: ast.expr | None, visible_from: tuple[int, int]
     ) -> None:
         if isinstance(target, ast.Name):
             flow.definitions.setdefault(target.id, []).append(

@@ -4,6 +4,7 @@ of its dotted name."""
 from __future__ import annotations
 
 import ast
+from typing import TypeGuard
 
 from .semantics import Semantics
 
@@ -14,7 +15,7 @@ def last_name(sem: Semantics, node: ast.AST) -> str:
     return dotted.rsplit(".", 1)[-1] if dotted else ""
 
 
-def is_true(node: ast.AST | None) -> bool:
+def is_true(node: ast.AST | None) -> TypeGuard[ast.Constant]:
     return isinstance(node, ast.Constant) and node.value is True
 
 

@@ -15,17 +15,23 @@ from .training import function_scope, training_of
 
 EVAL_WORDS = ("val", "valid", "validation", "test", "eval", "dev", "predict", "infer", "calib")
 
+# by id of a `for` loop, the names in its iterable (each at its first Name/Attribute node); and
+# by name, the loops whose iterable mentions it, with that node
+LoopIndex = tuple[
+    dict[int, dict[str, ast.expr]], dict[str, list[tuple[ast.For | ast.AsyncFor, ast.expr]]]
+]
 
-def loop_index(sem: Semantics) -> tuple[dict[int, dict[str, ast.AST]], dict[str, list]]:
+
+def loop_index(sem: Semantics) -> LoopIndex:
     """For every `for` loop, the names in its iterable; and for every name, those loops."""
     sem = sem.whole  # a fact of the file, even for a focused view
-    found = sem.derived.get("data:loop_iter_names")
+    found: LoopIndex | None = sem.derived.get("data:loop_iter_names")
     if found is None:
-        by_loop: dict[int, dict[str, ast.AST]] = {}
-        by_name: dict[str, list[tuple[ast.For | ast.AsyncFor, ast.AST]]] = {}
+        by_loop: dict[int, dict[str, ast.expr]] = {}
+        by_name: dict[str, list[tuple[ast.For | ast.AsyncFor, ast.expr]]] = {}
         for loop in sem.loops:
             if isinstance(loop, ast.For | ast.AsyncFor):
-                names: dict[str, ast.AST] = {}
+                names: dict[str, ast.expr] = {}
                 for node in ast.walk(loop.iter):
                     if isinstance(node, ast.Name | ast.Attribute):
                         name = sem.dotted(node)
@@ -37,7 +43,7 @@ def loop_index(sem: Semantics) -> tuple[dict[int, dict[str, ast.AST]], dict[str,
     return found
 
 
-def loop_mentions(sem: Semantics, loop: ast.AST, dotted: str) -> ast.AST | None:
+def loop_mentions(sem: Semantics, loop: ast.AST, dotted: str) -> ast.expr | None:
     """The first Name/Attribute in a `for` loop's iterable that is `dotted` (`loader`,
     `self.train_loader`), from an index built once for all loops."""
     return loop_index(sem)[0].get(id(loop), {}).get(dotted)

@@ -115,7 +115,7 @@ def _zero_probability(call: ast.Call) -> bool:
 def class_mode_layers(sem: Semantics, cls: ast.ClassDef, depth: int = 0) -> list[str]:
     """The mode-dependent layers a model class of the file builds (and its local bases)."""
     sem = sem.whole
-    cache = sem.derived.setdefault("mode_layers:classes", {})
+    cache: dict[int, list[str]] = sem.derived.setdefault("mode_layers:classes", {})
     if id(cls) in cache:
         return cache[id(cls)]
     cache[id(cls)] = []  # recursion guard

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from json.decoder import scanstring  # type: ignore[attr-defined]
+from json.decoder import scanstring  # type: ignore[attr-defined]  # exists at runtime; typeshed omits it
 
 NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 SPECIAL_NUMBER = re.compile(r"-?(?:NaN|Infinity)")

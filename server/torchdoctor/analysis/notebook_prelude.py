@@ -56,7 +56,7 @@ def probe_prelude(program: str, class_name: str) -> Prelude | None:
 
 
 def _first_line(statement: ast.stmt) -> int:
-    decorators = getattr(statement, "decorator_list", [])
+    decorators: list[ast.expr] = getattr(statement, "decorator_list", [])
     return min([statement.lineno, *(decorator.lineno for decorator in decorators)])
 
 

@@ -4,8 +4,10 @@ applied and zeroed. Shared by the autograd, evaluation and data rules."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 from .semantics import (
     FUNCTION_NODES,
@@ -36,6 +38,8 @@ BRANCH_NODES = (
     *FUNCTION_NODES,
 )
 _BRANCH_AND_LOOP_NODES = (*BRANCH_NODES, *LOOP_NODES)
+
+_Node = TypeVar("_Node", bound=ast.AST)
 
 
 @dataclass
@@ -104,7 +108,7 @@ class TrainingStructure:
     def _calls_by_called_name(self) -> dict[str, list[ast.Call]]:
         index: dict[str, list[ast.Call]] = {}
         for call in self.sem.calls:
-            name = _called_name(call)
+            name = _called_name(self.sem, call)
             if name is not None:
                 index.setdefault(name, []).append(call)
         return index
@@ -115,7 +119,7 @@ class TrainingStructure:
         names = self.zeroing_functions
         if not names:
             return []
-        return [call for call in self.sem.calls if _called_name(call) in names]
+        return [call for call in self.sem.calls if _called_name(self.sem, call) in names]
 
     def calls_in(self, loop: Loop) -> list[ast.Call]:
         """The calls in a loop's body (nested loops included, nested functions not), found by
@@ -136,7 +140,7 @@ class TrainingStructure:
 
     def steps_in(self, loop: Loop) -> list[ast.Call]:
         """The optimizer steps that run in `loop` (directly or in a loop inside it)."""
-        return self._by_loop(self.step_calls).get(id(loop), [])  # type: ignore[return-value]
+        return self._by_loop(self.step_calls).get(id(loop), [])
 
     def zeroing_in(self, loop: Loop) -> list[ast.AST]:
         found = self._by_loop(self.zeroing_nodes).get(id(loop), [])
@@ -144,10 +148,13 @@ class TrainingStructure:
             return list(found)
         return list(self._by_loop(self.zeroing_helper_calls).get(id(loop), []))
 
-    def _by_loop(self, nodes: list[ast.AST] | list[ast.Call]) -> dict[int, list[ast.AST]]:
+    def _by_loop(self, nodes: Sequence[_Node]) -> dict[int, list[_Node]]:
         """`nodes` grouped by every loop they run in, keeping their order: one pass instead of
         a scan of all nodes per loop. Memoised per list."""
-        cache = self.sem.derived.setdefault("training:by_loop", {})
+        # keyed by the list: each entry holds the nodes of the list it was built from
+        cache: dict[int, dict[int, list[_Node]]] = self.sem.derived.setdefault(
+            "training:by_loop", {}
+        )
         grouped = cache.get(id(nodes))
         if grouped is None:
             grouped = cache[id(nodes)] = {}
@@ -175,7 +182,7 @@ class TrainingStructure:
                     break
         backward_by_loop = self._by_loop(self.backward_calls)
         for entry in loops.values():
-            entry.backward_calls = list(backward_by_loop.get(id(entry.loop), []))  # type: ignore[arg-type]
+            entry.backward_calls = list(backward_by_loop.get(id(entry.loop), []))
             entry.zeroing = self.zeroing_in(entry.loop)
         return sorted(loops.values(), key=lambda entry: position(entry.loop))
 
@@ -187,10 +194,13 @@ class TrainingStructure:
         return sorted(seen.values(), key=position)
 
 
-def _called_name(call: ast.Call) -> str | None:
+def _called_name(sem: Semantics, call: ast.Call) -> str | None:
+    """The name by which a call may run a local function; none for an optimizer step
+    (`opt.step()`, `scaler.step(opt)`), which runs torch's even where the file defines a `step`
+    of its own that zeroes gradients (`Trainer.step(loss)`)."""
     func = call.func
     if isinstance(func, ast.Attribute):
-        return func.attr
+        return None if is_optimizer_step(sem, call) else func.attr
     return func.id if isinstance(func, ast.Name) else None
 
 
@@ -250,7 +260,7 @@ def statement_list_of(sem: Semantics, statement: ast.stmt) -> list[ast.stmt] | N
 def exits_after(sem: Semantics, statement: ast.stmt) -> bool:
     """True when the block holding `statement` leaves the iteration right after it
     (`continue`, `break`, `return`, `raise`): what follows is not reached from here."""
-    cache = sem.derived.setdefault("exits_after", {})
+    cache: dict[int, bool] = sem.derived.setdefault("exits_after", {})
     known = cache.get(id(statement))
     if known is not None:
         return known

@@ -35,8 +35,8 @@ def is_one(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 1
 
 
-def argument_nodes(call: ast.Call) -> list[ast.AST]:
-    nodes: list[ast.AST] = [*call.args, *call.keywords]
+def argument_nodes(call: ast.Call) -> list[ast.expr | ast.keyword]:
+    nodes: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
     return sorted(nodes, key=lambda node: (node.lineno, node.col_offset))
 
 

@@ -38,10 +38,10 @@ def spell(sem: Semantics, node: ast.AST, target: str) -> str | None:
             if best is None or candidate > best:
                 best = candidate
     if own is not None:
-        module = sem.imports.get(own)
-        if module is not None and target.startswith(module + "."):
-            if best is None or len(module) >= best[0]:
-                best = (len(module), 1, own)
+        own_module = sem.imports.get(own)
+        if own_module is not None and target.startswith(own_module + "."):
+            if best is None or len(own_module) >= best[0]:
+                best = (len(own_module), 1, own)
     if best is not None:
         name = best[2]
         return name + target[len(sem.imports[name]) :]
@@ -63,7 +63,7 @@ class _Reference:
 def attribute_references(sem: Semantics) -> list[_Reference]:
     """Attribute chains used as values (decorators, base classes, arguments, right-hand sides),
     found through the indexes, not by walking the tree again. Calls are handled separately."""
-    cached = sem.derived.get("api.references")
+    cached: list[_Reference] | None = sem.derived.get("api.references")
     if cached is not None:
         return cached
     # found block by block and kept on each block while the imports stay (an edit is cheap)

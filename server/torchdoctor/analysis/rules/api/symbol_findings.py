@@ -4,7 +4,7 @@ and the fixes that replace them."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ...call_edits import add_keyword
 from ...context import RuleContext
@@ -71,15 +71,15 @@ def api_symbol_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
     version = ctx.torch_version
     tables = (REMOVED, DEPRECATED)
     for table in tables:
-        for qualname, symbol in table.items():
+        for qualname, listed in table.items():
             calls = sem.calls_by_qualname.get(qualname)
-            if not calls or _code_for(symbol, version) != code:
+            if not calls or _code_for(listed, version) != code:
                 continue
             for call in calls:
-                fix = _symbol_call_fix(ctx, call, symbol)
+                fix = _symbol_call_fix(ctx, call, listed)
                 if fix is None and _reached_through_reported_import(sem, call.func, code, version):
                     continue
-                yield from unless_compat(ctx, code, call.func, _symbol_message(symbol, code), fix)
+                yield from unless_compat(ctx, code, call.func, _symbol_message(listed, code), fix)
     for reference in attribute_references(sem):
         if reference.qualname in MODULES_NOW:
             continue
@@ -227,7 +227,13 @@ def _fix_solve(ctx: RuleContext, call: ast.Call) -> Fix | None:
     return Fix(f"Use `{text}`", (ctx.replace(whole, text),))
 
 
-def _fix_rename_simple(name: str, *, max_positional: int, keywords: tuple[str, ...] = ()):
+# builds the fix for a call of one removed or deprecated function, when it can
+CallFix = Callable[[RuleContext, ast.Call], Fix | None]
+
+
+def _fix_rename_simple(
+    name: str, *, max_positional: int, keywords: tuple[str, ...] = ()
+) -> CallFix:
     def fix(ctx: RuleContext, call: ast.Call) -> Fix | None:
         if len(call.args) > max_positional or has_star(call):
             return None
@@ -333,7 +339,7 @@ def _fix_range(ctx: RuleContext, call: ast.Call) -> Fix | None:
     root = spell(ctx.sem, call.func, "torch.float32")
     if target is None or root is None:
         return None
-    assert isinstance(end, ast.Constant)
+    assert isinstance(end, ast.Constant) and type(end.value) is int  # checked above
     parts = [ctx.doc.source_of(start), str(end.value + 1)]
     safe = keyword_named(call, "dtype") is not None
     if not safe:
@@ -344,7 +350,7 @@ def _fix_range(ctx: RuleContext, call: ast.Call) -> Fix | None:
     return Fix(f"Use `{text}`", (replace_call(ctx, call, text),), safe=safe)
 
 
-def _fix_upsampling_module(mode_arguments: str):
+def _fix_upsampling_module(mode_arguments: str) -> CallFix:
     def fix(ctx: RuleContext, call: ast.Call) -> Fix | None:
         if has_star(call) or len(call.args) > 2 or not isinstance(call.func, ast.Attribute):
             return None
@@ -362,7 +368,7 @@ def _fix_upsampling_module(mode_arguments: str):
     return fix
 
 
-def _fix_upsample_function(mode_arguments: str):
+def _fix_upsample_function(mode_arguments: str) -> CallFix:
     def fix(ctx: RuleContext, call: ast.Call) -> Fix | None:
         if has_star(call) or len(call.args) > 3 or not isinstance(call.func, ast.Attribute):
             return None
@@ -408,7 +414,7 @@ def _fix_register_pytree_node(ctx: RuleContext, call: ast.Call) -> Fix | None:
     return Fix(f"Use `{target}`", (ctx.replace(call.func, target),))
 
 
-SPECIAL_CALL_FIXES = {
+SPECIAL_CALL_FIXES: dict[str, CallFix] = {
     "torch.solve": _fix_solve,
     "torch.matrix_rank": _fix_rename_simple("matrix_rank", max_positional=1),
     "torch.qr": _fix_qr,

@@ -53,8 +53,14 @@ def torchvision_pretrained(ctx: RuleContext) -> Iterator[Finding]:
 
 def _builder_table_key(sem: Semantics, call: ast.Call) -> tuple[str, str] | None:
     """A builder looked up by name: `models.__dict__[args.arch](pretrained=True)`, the
-    ImageNet-example idiom, or `getattr(torchvision.models, name)(pretrained=True)`."""
+    ImageNet-example idiom, or `getattr(torchvision.models, name)(pretrained=True)`, also
+    through a name bound once to the lookup (`builder = getattr(models, name)`)."""
     func = call.func
+    if isinstance(func, ast.Name):
+        values = sem.assigned_values(func.id)
+        if len(values) != 1 or not isinstance(values[0], ast.Subscript | ast.Call):
+            return None
+        func = values[0]
     if (
         isinstance(func, ast.Subscript)
         and isinstance(func.value, ast.Attribute)
@@ -73,7 +79,9 @@ def _builder_table_key(sem: Semantics, call: ast.Call) -> tuple[str, str] | None
     else:
         return None
     module = sem.qualname(module_node)
-    if module != "torchvision.models" and not (module or "").startswith("torchvision.models."):
+    if module is None or (
+        module != "torchvision.models" and not module.startswith("torchvision.models.")
+    ):
         return None
     namespace = module.split(".")[2] if module.count(".") >= 2 else ""
     namespace = namespace if namespace in TORCHVISION_SUBPACKAGES else ""

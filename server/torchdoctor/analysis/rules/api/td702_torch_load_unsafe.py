@@ -60,7 +60,7 @@ def _unsafe_load(
             f"`{what}(..., weights_only=False)` unpickles arbitrary objects: a crafted file runs "
             "code on load; keep `weights_only=True` unless the file is your own"
         )
-        fix = Fix(
+        fix: Fix | None = Fix(
             "Use `weights_only=True` (files holding arbitrary objects will then fail to load)",
             (ctx.replace(weights_only.value, "True"),),
             safe=False,
@@ -156,6 +156,8 @@ def _old_signature_fallback(ctx: RuleContext, call: ast.Call) -> bool:
     if found is None:
         return False
     attempt, handler = found
+    if handler.type is None:
+        return False  # a bare `except:` names no TypeError
     kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
     if not any(isinstance(k, ast.Name) and k.id == "TypeError" for k in kinds):
         return False

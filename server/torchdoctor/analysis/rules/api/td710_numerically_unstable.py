@@ -127,7 +127,7 @@ def _log_sum_exp(ctx: RuleContext, call: ast.Call, inner: ast.Call) -> Iterator[
     yield ctx.finding("TD710", call, message, fix)
 
 
-def _is_max_shifted(sem: Semantics, value: ast.AST, at: ast.AST) -> bool:
+def _is_max_shifted(sem: Semantics, value: ast.AST, at: ast.Call) -> bool:
     """`exp(x - m)`, or `exp(shifted)` where `shifted = x - m` in the same function."""
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Sub):
         return True

@@ -34,7 +34,7 @@ def private_api(ctx: RuleContext) -> Iterator[Finding]:
     version = ctx.torch_version
     # Once per private name and file: at the import that binds it (the import's fix makes every
     # use public), else at the first use, with one fix for all of them.
-    uses: dict[str, list[ast.AST]] = {}
+    uses: dict[str, list[ast.expr]] = {}
     for qualname, calls in sem.calls_by_qualname.items():
         if _public_twin(qualname, version) is not None:
             uses.setdefault(qualname, []).extend(call.func for call in calls)
@@ -61,7 +61,7 @@ def private_api(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _first_private_use(
-    ctx: RuleContext, qualname: str, public: str, nodes: list[ast.AST]
+    ctx: RuleContext, qualname: str, public: str, nodes: list[ast.expr]
 ) -> Finding:
     nodes = sorted(set(nodes), key=lambda node: (node.lineno, node.col_offset))
     message = _private_message(qualname, public)
@@ -150,8 +150,8 @@ def _private_import_findings(
         )
         return
     entries = list(imported_qualnames(node))
-    flagged = [(alias, q, _public_twin(q, version)) for alias, q in entries]
-    flagged = [(alias, q, public) for alias, q, public in flagged if public is not None]
+    twins = [(alias, q, _public_twin(q, version)) for alias, q in entries]
+    flagged = [(alias, q, public) for alias, q, public in twins if public is not None]
     if not flagged:
         return
     fix = None

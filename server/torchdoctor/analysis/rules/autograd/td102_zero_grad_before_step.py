@@ -8,12 +8,11 @@ from collections.abc import Iterator
 
 from ...context import RuleContext
 from ...findings import Finding, Fix, Severity, rule
-from ...semantics import ValueKind
+from ...semantics import ValueKind, position
 from ...training import (
     TrainingLoop,
     exits_after,
     in_exclusive_branches,
-    position,
     step_target_name,
     training_of,
     zeroing_receiver,
@@ -32,7 +31,7 @@ def zero_grad_before_step(ctx: RuleContext) -> Iterator[Finding]:
     for entry in training_of(sem).training_loops:
         events: list[tuple[tuple[int, int], str, ast.AST]] = []
         events += [(position(node), "backward", node) for node in entry.backward_calls]
-        events += [(position(node), "zero", node) for node in entry.zeroing]
+        events += [(position(node), "zero", node) for node in entry.zeroing if _clears(node)]
         events += [(position(node), "step", node) for node in entry.step_calls]
         events.sort(key=lambda event: event[0])
         for index, (_, kind, zero) in enumerate(events):
@@ -57,6 +56,21 @@ def zero_grad_before_step(ctx: RuleContext) -> Iterator[Finding]:
                 "`.backward()`"
             )
             yield ctx.finding("TD102", zero, message, _move_before_fix(ctx, zero, backward))
+
+
+def _clears(node: ast.AST) -> bool:
+    """A zeroing call, or `p.grad = None` / `0` / `torch.zeros_like(p)`; not `p.grad = p.grad / n`
+    (averaging) nor `p.grad = g` (gradients set by hand), which the step is meant to apply."""
+    if not isinstance(node, ast.Assign | ast.AnnAssign):
+        return True
+    value = node.value
+    if isinstance(value, ast.Constant):
+        return value.value is None or value.value == 0
+    if isinstance(value, ast.Call):
+        func = value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in ("zeros", "zeros_like")
+    return False
 
 
 def _next_step_without_backward(

@@ -184,7 +184,9 @@ def _shared_graph(
     sem = ctx.sem
     for call in (first, second):
         if id(call) not in sources:
-            receiver = call.func.value  # type: ignore[attr-defined]
+            func = call.func
+            assert isinstance(func, ast.Attribute)  # backward_twice keeps attribute calls only
+            receiver = func.value
             sources[id(call)] = _graph_sources(ctx, flow, receiver, call)
     shared = sources[id(first)] & sources[id(second)]
     if not shared:

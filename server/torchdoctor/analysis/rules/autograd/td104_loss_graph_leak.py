@@ -188,7 +188,7 @@ def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[tu
     return names
 
 
-def _defined_in_iteration(ctx: RuleContext, name: str, statement: ast.stmt, loop) -> bool:  # type: ignore[no-untyped-def]
+def _defined_in_iteration(ctx: RuleContext, name: str, statement: ast.stmt, loop: Loop) -> bool:
     """Reset inside the loop before it is accumulated: it does not outlive the iteration."""
     flow = flow_of(ctx.sem, function_scope(ctx.sem, statement))
     definition = flow.reaching(name, statement)

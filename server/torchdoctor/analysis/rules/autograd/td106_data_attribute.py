@@ -76,7 +76,9 @@ def _data_writes(ctx: RuleContext) -> Iterator[tuple[ast.AST, ast.Attribute, str
         if not attr.endswith("_") or attr.startswith("_") or attr in NOT_WRITES:
             continue
         for call in calls:
-            receiver = call.func.value  # type: ignore[attr-defined]
+            func = call.func
+            assert isinstance(func, ast.Attribute)  # calls_by_attr holds attribute calls only
+            receiver = func.value
             while isinstance(receiver, ast.Subscript):
                 receiver = receiver.value
             if isinstance(receiver, ast.Attribute) and receiver.attr == "data":
@@ -114,7 +116,12 @@ def _reportable_data_write(ctx: RuleContext, node: ast.AST, data: ast.Attribute,
     # storage swaps (`p.data = p.data.half()`) and set-up code outside those stay quiet.
     if not (in_training_loop or in_forward or (loops and _mentions_grad_attribute(node))):
         return False
-    method = node.func.attr if form == "call" else None  # type: ignore[attr-defined]
+    # the "call" form is a method call on `x.data` (see _data_writes)
+    method = (
+        node.func.attr
+        if form == "call" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        else None
+    )
     if method in INIT_METHODS and any(_iterates_modules(ctx, loop) for loop in loops):
         return False  # `for m in model.modules(): m.weight.data.normal_()`
     return _holds_tensor(ctx, owner, node)

@@ -3,14 +3,15 @@ iteration."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from ...context import RuleContext
 from ...findings import Finding, Severity, rule
+from ...semantics import position
 from ...training import (
     exits_after,
     in_exclusive_branches,
-    position,
     runs_every_iteration,
     step_target_name,
     training_of,
@@ -29,7 +30,9 @@ def step_before_backward(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     for entry in training_of(sem).training_loops:
         for step in entry.step_calls:
-            if step.args and "scaler" not in (sem.dotted(step.func.value) or "").lower():  # type: ignore[attr-defined]
+            func = step.func
+            assert isinstance(func, ast.Attribute)  # an optimizer step is `<x>.step(...)`
+            if step.args and "scaler" not in (sem.dotted(func.value) or "").lower():
                 continue  # `optimizer.step(closure)` computes its own gradients
             if not runs_every_iteration(sem, step, entry.loop, inner_loops_conditional=True):
                 continue  # `if i % k == 0: opt.step()` at the top of an accumulation loop

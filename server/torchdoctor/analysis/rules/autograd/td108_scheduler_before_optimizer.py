@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 from ...context import RuleContext
 from ...findings import Finding, Severity, rule
-from ...semantics import ValueKind
-from ...training import in_exclusive_branches, position, step_target_name, training_of
+from ...semantics import ValueKind, position
+from ...training import in_exclusive_branches, step_target_name, training_of
 from ._shared import move_after_fix
 
 TORCH_SCHEDULER_SOURCES = ("torch.optim.lr_scheduler.", "transformers.", "diffusers.optimization.")
@@ -28,7 +28,9 @@ def scheduler_before_optimizer(ctx: RuleContext) -> Iterator[Finding]:
     if not optimizer_steps:
         return
     for call in sem.method_calls("step"):
-        receiver = call.func.value  # type: ignore[attr-defined]
+        func = call.func
+        assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+        receiver = func.value
         if call.args or call.keywords:
             continue  # `scheduler.step(val_loss)`: ReduceLROnPlateau, or the epoch argument
         if not _is_torch_scheduler(ctx, receiver):

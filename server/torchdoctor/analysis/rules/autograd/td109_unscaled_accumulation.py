@@ -25,13 +25,14 @@ def unscaled_accumulation(ctx: RuleContext) -> Iterator[Finding]:
         if len(entry.optimizer_names) != 1 or not entry.zeroing:
             continue
         conditions = [_modulo_condition(ctx, step, entry.loop) for step in entry.step_calls]
-        if any(c is None for c in conditions):
+        known = [c for c in conditions if c is not None]
+        if len(known) < len(conditions):
             continue  # the optimizer also steps on every iteration
         if not all(_modulo_condition(ctx, zero, entry.loop) for zero in entry.zeroing):
             continue  # gradients are cleared every iteration: nothing accumulates
         if not _scale_matters(ctx, entry):
             continue
-        branch, divisor = conditions[0]  # type: ignore[misc]
+        branch, divisor = known[0]
         for backward in entry.backward_calls:
             if any(backward in _walk_set(c[0]) for c in conditions if c is not None):
                 continue

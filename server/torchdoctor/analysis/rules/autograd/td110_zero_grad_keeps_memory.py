@@ -24,7 +24,9 @@ def zero_grad_keeps_memory(ctx: RuleContext) -> Iterator[Finding]:
         argument = _set_to_none_false(call)
         if argument is None:
             continue
-        receiver = ctx.doc.source_of(call.func.value)  # type: ignore[attr-defined]
+        func = call.func
+        assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+        receiver = ctx.doc.source_of(func.value)
         if ctx.torch_version >= (2, 0):
             message = (
                 "`set_to_none=False` fills every `.grad` with zeros and keeps the memory of "

@@ -10,7 +10,7 @@ from ...bindings import assignments_to, enclosing_class, names_bound_in, scope_o
 from ...dataflow import flow_of
 from ...expressions import is_none, last_name
 from ...loader_purpose import loop_index
-from ...semantics import Function, Semantics
+from ...semantics import Function, Semantics, position
 from ...training import function_scope
 
 # Builtins that iterate the loader they are given (`next(iter(loader))`, `list(loader)`).
@@ -103,9 +103,7 @@ def sampler_presence(sem: Semantics, expr: ast.AST | None, at: ast.AST, depth: i
     if dotted is None:
         return Presence.UNKNOWN
     flow = flow_of(sem, function_scope(sem, at))
-    definitions = [
-        d for d in flow.definitions.get(dotted, []) if d.position < (at.lineno, at.col_offset)
-    ]
+    definitions = [d for d in flow.definitions.get(dotted, []) if d.position < position(at)]
     if definitions:
         last = definitions[-1]
         if not isinstance(last.node, ast.Assign | ast.AnnAssign) or last.value is None:
@@ -149,7 +147,7 @@ def _unconditional_before(sem: Semantics, definition: ast.AST, use: ast.AST) -> 
 
 @dataclass(frozen=True)
 class IterationSite:
-    node: ast.AST  # what to point at: the loader inside a loop header, or the iterating call
+    node: ast.expr  # what to point at: the loader inside a loop header, or the iterating call
     loop: ast.For | ast.AsyncFor | None  # the loop that walks the loader, when there is one
 
 
@@ -158,9 +156,9 @@ def iteration_sites(sem: Semantics, dotted: str, bound_at: ast.AST) -> list[Iter
     sem = sem.whole  # a fact of the file, even for a focused view
     bound_scope = binding_scope(sem, dotted, bound_at)
     key = f"data:sites:{dotted}:{id(bound_scope)}"
-    found = sem.derived.get(key)
-    if found is not None:
-        return found
+    cached: list[IterationSite] | None = sem.derived.get(key)
+    if cached is not None:
+        return cached
     by_scope = _sites_by_scope(sem, dotted)
     if isinstance(bound_scope, ast.Module) and not dotted.startswith("self."):
         chosen = [
@@ -172,7 +170,7 @@ def iteration_sites(sem: Semantics, dotted: str, bound_at: ast.AST) -> list[Iter
     else:
         chosen = list(by_scope.get(bound_scope, []))
     # in source order; the index of a site keeps the order of sites at the same place
-    chosen.sort(key=lambda entry: (entry[1].node.lineno, entry[1].node.col_offset, entry[0]))  # type: ignore[attr-defined]
+    chosen.sort(key=lambda entry: (entry[1].node.lineno, entry[1].node.col_offset, entry[0]))
     found = [site for _, site in chosen]
     sem.derived[key] = found
     return found
@@ -185,7 +183,9 @@ def _sites_by_scope(
     numbered in the order found, built once per name: asking each binding of a name shared by
     many functions (`train_loader`) to scan every loop over that name would be quadratic."""
     sem = sem.whole  # a fact of the file, even for a focused view
-    index = sem.derived.setdefault("data:sites_by_scope", {})
+    index: dict[str, dict[ast.AST | None, list[tuple[int, IterationSite]]]] = (
+        sem.derived.setdefault("data:sites_by_scope", {})
+    )
     found = index.get(dotted)
     if found is not None:
         return found
@@ -222,7 +222,7 @@ def _inside_loop_header(sem: Semantics, node: ast.AST) -> bool:
 def calls_passing(sem: Semantics, dotted: str) -> list[ast.Call]:
     """Calls that get `dotted` itself as an argument, from an index built once."""
     sem = sem.whole  # a fact of the file, even for a focused view
-    index = sem.derived.get("data:passed_names")
+    index: dict[str, list[ast.Call]] | None = sem.derived.get("data:passed_names")
     if index is None:
         index = {}
         for call in sem.calls:

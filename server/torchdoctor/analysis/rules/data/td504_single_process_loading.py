@@ -219,7 +219,8 @@ def _in_memory_local_dataset(
     if isinstance(value, ast.Name | ast.Attribute):
         bindings = _dataset_bindings(sem, value, at)
         return bool(bindings) and all(
-            _in_memory_local_dataset(sem, bound, bound, depth + 1) for bound in bindings
+            bound is not None and _in_memory_local_dataset(sem, bound, bound, depth + 1)
+            for bound in bindings
         )
     if not isinstance(value, ast.Call):
         return False
@@ -245,9 +246,11 @@ def _in_memory_arguments(sem: Semantics, cls: ast.ClassDef, call: ast.Call) -> f
     )
 
 
-def _dataset_bindings(sem: Semantics, node: ast.Name | ast.Attribute, at: ast.AST) -> list:
+def _dataset_bindings(
+    sem: Semantics, node: ast.Name | ast.Attribute, at: ast.AST
+) -> list[ast.expr | None]:
     """The values `node` may hold at `at`: its reaching assignment in this scope, else, for
-    `self.x`, every assignment to it in the enclosing class."""
+    `self.x`, every assignment to it in the enclosing class (None for an annotation alone)."""
     dotted = sem.dotted(node)
     if dotted is None:
         return []
@@ -278,7 +281,9 @@ def _class_in_memory(sem: Semantics, cls: ast.ClassDef, given: frozenset[str]) -
     (tensors, arrays, lists, results of torch and numpy functions, or the `__init__`
     parameters named in `given`, which this construction fills with in-memory tensors),
     converts the items cheaply, and reads nothing."""
-    memo = sem.derived.setdefault("data:in_memory_classes", {})
+    memo: dict[tuple[int, frozenset[str]], bool] = sem.derived.setdefault(
+        "data:in_memory_classes", {}
+    )
     key = (id(cls), given)
     found = memo.get(key)
     if found is None:
@@ -367,7 +372,9 @@ def _attribute_in_memory(
 
 
 def _attribute_bindings(sem: Semantics, cls: ast.ClassDef) -> dict[str, list[Binding]]:
-    memo = sem.derived.setdefault("data:attribute_bindings", {})
+    memo: dict[int, dict[str, list[Binding]]] = sem.derived.setdefault(
+        "data:attribute_bindings", {}
+    )
     found = memo.get(id(cls))
     if found is None:
         found = memo[id(cls)] = {}
@@ -381,7 +388,7 @@ def _attribute_bindings(sem: Semantics, cls: ast.ClassDef) -> dict[str, list[Bin
 def _local_bindings(sem: Semantics, function: Function) -> dict[str, list[Binding]]:
     """`name` (or `self.x`) → the values assigned to it in `function`, with the element a
     tuple target takes (`self.x, self.y = f()`)."""
-    memo = sem.derived.setdefault("data:local_bindings", {})
+    memo: dict[int, dict[str, list[Binding]]] = sem.derived.setdefault("data:local_bindings", {})
     found: dict[str, list[Binding]] | None = memo.get(id(function))
     if found is not None:
         return found

@@ -240,9 +240,9 @@ class _WorkerStarts:
         return self.param_memo[key]
 
     # -- the module ----------------------------------------------------------------------------
-    def unguarded_module_sites(self) -> list[ast.AST]:
+    def unguarded_module_sites(self) -> list[ast.expr]:
         sem = self.sem
-        sites: list[ast.AST] = []
+        sites: list[ast.expr] = []
         for call, handle in self.loaders:
             for site in iteration_sites(sem, handle, call):
                 if at_module_level(sem, site.node):
@@ -252,11 +252,11 @@ class _WorkerStarts:
                 if self._may_call_local(call) and at_module_level(sem, call):
                     if self.call_starts(call):
                         sites.append(call)
-        unique: dict[int, ast.AST] = {}
+        unique: dict[int, ast.expr] = {}
         for node in sites:
             if not in_main_guard(sem, node):
                 unique.setdefault(id(node), node)
-        return sorted(unique.values(), key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+        return sorted(unique.values(), key=lambda n: (n.lineno, n.col_offset))
 
 
 def _main_guard_fix(ctx: RuleContext, node: ast.AST) -> Fix | None:

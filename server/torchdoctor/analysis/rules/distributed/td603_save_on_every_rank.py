@@ -154,7 +154,7 @@ def _rank_test(test: ast.AST, sem: Semantics | None = None, depth: int = 0) -> s
 def _helper_test(sem: Semantics, helper: Function, depth: int) -> str | None:
     """ "main" when every value the function returns is a rank-0 test, or `True` where it is not
     distributed at all (`if not dist.is_initialized(): return True`). Memoised per function."""
-    memo = sem.derived.setdefault("distributed:helper_tests", {})
+    memo: dict[tuple[int, int], str | None] = sem.derived.setdefault("distributed:helper_tests", {})
     key = (id(helper), depth)
     if key not in memo:
         memo[key] = _decide_helper_test(sem, helper, depth)

@@ -10,15 +10,15 @@ from ...context import RuleContext
 from ...dataflow import flow_of, names_with_history
 from ...findings import Edit
 from ...function_body import own_nodes
-from ...semantics import FUNCTION_NODES, Function, Loop, Semantics, ValueKind
+from ...semantics import FUNCTION_NODES, Function, Loop, Semantics, ValueKind, position
 from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
-from ...training import position, training_of
+from ...training import training_of
 
 EVALUATION_FUNCTION = re.compile(
     r"(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing"
     r"|predict|prediction|predictions|infer|inference|sample|sampling|generate|generation"
     r"|score|scoring|accuracy|benchmark|translate|translation|visuali[sz]e|visuali[sz]ation"
-    r"|plot|beam_search|greedy_decode)($|_)",
+    r"|plot|show|display|draw|beam_search|greedy_decode)($|_)",
     re.IGNORECASE,
 )
 DATA_NAME = re.compile(
@@ -104,7 +104,7 @@ TRANSFORMERS_MODEL = re.compile(r"Model|For[A-Z]|Backbone")
 def _bound_to_helper_object(sem: Semantics, dotted: str) -> bool:
     """Every object the file assigns to `dotted` is a transformers helper, not a model."""
     key = f"evaluation:helper-object:{dotted}"
-    cached = sem.derived.get(key)
+    cached: bool | None = sem.derived.get(key)
     if cached is not None:
         return cached
     helper = False
@@ -136,11 +136,11 @@ def facts_of(ctx: RuleContext) -> EvaluationFacts:
     """The evaluation facts: of the whole file, and the evaluation loops of the nodes the
     rules visit (all of the file's, or those of a focused view's blocks)."""
     sem = ctx.sem
-    cached = sem.derived.get("evaluation:facts")
+    cached: EvaluationFacts | None = sem.derived.get("evaluation:facts")
     if cached is not None:
         return cached
     whole = sem.whole
-    base = whole.derived.get("evaluation:file-facts")
+    base: EvaluationFacts | None = whole.derived.get("evaluation:file-facts")
     if base is None:
         base = whole.derived["evaluation:file-facts"] = _file_facts(whole)
     facts = replace(base, loops=[])
@@ -380,7 +380,7 @@ def _method_call_sites(sem: Semantics, facts: EvaluationFacts) -> dict[int, list
     """Per method (by id), the calls that run it: `x.name(...)` when one method of the file has
     that name, else `self.name(...)` inside its own class. One pass over the calls, so that a
     method name shared by many classes (`evaluate`) does not make every class scan them all."""
-    cached = sem.derived.get("evaluation:method-call-sites")
+    cached: dict[int, list[ast.Call]] | None = sem.derived.get("evaluation:method-call-sites")
     if cached is not None:
         return cached
     methods: dict[tuple[int, str], Function] = {}
@@ -477,7 +477,7 @@ def mode_events_in(ctx: RuleContext, scope: ast.AST, depth: int = 0) -> list[Mod
     """Mode changes made by the statements of a function (helpers it calls count at the call)."""
     sem = ctx.sem
     key = f"evaluation:modes:{id(scope)}"
-    cached = sem.derived.get(key)
+    cached: list[ModeEvent] | None = sem.derived.get(key)
     if cached is not None:
         return cached
     sem.derived[key] = []  # recursion guard
@@ -485,8 +485,9 @@ def mode_events_in(ctx: RuleContext, scope: ast.AST, depth: int = 0) -> list[Mod
     facts = facts_of(ctx)
     for node in facts.mode_nodes.get(id(scope), []):
         mode = mode_of_call(sem, node)
-        if mode is not None:
-            events.append(ModeEvent(node, mode, sem.dotted(node.func.value)))  # type: ignore[attr-defined]
+        # a mode switch is an attribute call (`model.eval()`): the check only narrows the type
+        if mode is not None and isinstance(node.func, ast.Attribute):
+            events.append(ModeEvent(node, mode, sem.dotted(node.func.value)))
             continue
         called = facts.resolved.get(id(node))
         if called is None or id(called) not in facts.mode_functions:

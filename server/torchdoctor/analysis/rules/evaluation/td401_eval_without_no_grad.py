@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...function_body import own_nodes
-from ...semantics import Function, Loop, Semantics, ValueKind
+from ...semantics import Function, Loop, Semantics, ValueKind, position
 from ...summaries import resolve_call
-from ...training import position
 from ._shared import GRAD_MANAGERS, call_sites, facts_of, grad_mode_at, is_model_call, model_of
 
 
@@ -36,7 +35,7 @@ def _grad_off_positions(sem: Semantics) -> dict[int, tuple[int, int]]:
     """Per function (by id; MODULE_LEVEL for the top level of the file), where autograd is
     first switched off or parameters frozen: one pass over the calls and assignments."""
     sem = sem.whole  # a fact of the file, even for a focused view
-    cached = sem.derived.get("evaluation:grad-off")
+    cached: dict[int, tuple[int, int]] | None = sem.derived.get("evaluation:grad-off")
     if cached is not None:
         return cached
     earliest: dict[int, tuple[int, int]] = {}

@@ -10,8 +10,7 @@ from ...assigned_calls import definition_of
 from ...context import RuleContext
 from ...findings import Finding, Fix, Severity, rule
 from ...mode_layers import constructor_mode_layers
-from ...semantics import Function, Loop, Semantics
-from ...training import position
+from ...semantics import Function, Loop, Semantics, position
 from ._shared import (
     ModeEvent,
     call_sites,

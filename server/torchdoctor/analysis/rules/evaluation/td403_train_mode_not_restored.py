@@ -115,18 +115,22 @@ def _trained_models_fact(ctx: RuleContext) -> object:
 def _models_trained_somewhere(sem: Semantics) -> set[str]:
     """Models the file puts in train mode or hands to an optimizer: one pass, memoised."""
     sem = sem.whole  # a fact of the file, even for a focused view
-    cached = sem.derived.get("evaluation:trained-models")
+    cached: set[str] | None = sem.derived.get("evaluation:trained-models")
     if cached is not None:
         return cached
     found: set[str] = set()
     for call in sem.method_calls("train"):
+        func = call.func
+        assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
         if mode_of_call(sem, call) == "train":
-            found.add(sem.dotted(call.func.value) or "")  # type: ignore[attr-defined]
+            found.add(sem.dotted(func.value) or "")
     for call in sem.method_calls("parameters"):
+        func = call.func
+        assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
         owner = sem.parent(call)
         if isinstance(owner, ast.Call) and sem.kind_of(owner.func) is not ValueKind.MODEL:
             if "optim" in (sem.qualname(owner.func) or ""):
-                found.add(sem.dotted(call.func.value) or "")  # type: ignore[attr-defined]
+                found.add(sem.dotted(func.value) or "")
     found.discard("")
     sem.derived["evaluation:trained-models"] = found
     return found

@@ -387,8 +387,8 @@ def _loader_and_target(loop: ast.For | ast.AsyncFor) -> tuple[ast.AST, ast.AST]:
     iterable, target = loop.iter, loop.target
     if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name):
         enumerated = isinstance(target, ast.Tuple) and target.elts and iterable.args
-        if iterable.func.id == "enumerate" and enumerated:
-            iterable, target = iterable.args[0], target.elts[-1]  # type: ignore[union-attr]
+        if iterable.func.id == "enumerate" and enumerated and isinstance(target, ast.Tuple):
+            iterable, target = iterable.args[0], target.elts[-1]
     while isinstance(iterable, ast.Call) and iterable.args and _is_progress_wrapper(iterable):
         iterable = iterable.args[0]
     return iterable, target

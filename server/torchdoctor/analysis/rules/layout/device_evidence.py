@@ -94,7 +94,9 @@ def _loops_with_blocking_copies(sem: Semantics) -> frozenset[int]:
                 continue
             if attr == "copy_" and not call.args:
                 continue  # `dst.copy_(batch)` into a device buffer: blocking as well
-            receiver = call.func.value  # type: ignore[attr-defined]
+            func = call.func
+            assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+            receiver = func.value
             if sem.kind_of(receiver) is ValueKind.MODEL:
                 continue  # moving a model is not a per-batch copy
             for loop in sem.enclosing_loops(call):

@@ -36,7 +36,9 @@ SHAPE_KEEPING_METHODS = (
 )
 def view_after_transpose(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.sem.method_calls("view"):
-        receiver = call.func.value  # type: ignore[attr-defined]
+        func = call.func
+        assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+        receiver = func.value
         view_rank = _view_rank(ctx, call)
         if view_rank is None:
             continue
@@ -142,11 +144,10 @@ def _layout_source_expr(
         return None  # the seams depend on a layout we cannot see: `transpose` may undo it
     known_rank = _rank_of(ctx, subject, at, 0)
     if method in SWAPPING_METHODS and len(args) == 2:
-        dims = [int_constant(a) for a in args]
-        if None in dims:
+        first, second = (int_constant(a) for a in args)
+        if first is None or second is None:
             return None
-        first, second = dims  # type: ignore[misc]
-        permutation = _swap_permutation(first, second, known_rank)  # type: ignore[arg-type]
+        permutation = _swap_permutation(first, second, known_rank)
         op = f".{method}({first}, {second})"
     elif method == "permute":
         dims = _permute_dims(args)
@@ -238,10 +239,13 @@ def _may_be_permuted(ctx: RuleContext, expr: ast.AST, at: ast.AST, depth: int) -
 def _permute_dims(args: list[ast.expr]) -> list[int] | None:
     if len(args) == 1 and isinstance(args[0], ast.Tuple | ast.List):
         args = list(args[0].elts)
-    dims = [int_constant(a) for a in args]
-    if not dims or None in dims:
-        return None
-    return dims  # type: ignore[return-value]
+    dims: list[int] = []
+    for arg in args:
+        dim = int_constant(arg)
+        if dim is None:
+            return None
+        dims.append(dim)
+    return dims or None
 
 
 def _normalise(dims: list[int], rank: int) -> list[int] | None:

@@ -169,7 +169,9 @@ def _has_float64_model(ctx: RuleContext) -> bool:
     sem = ctx.sem.whole
     for attr in ("double", "to", "type"):
         for call in sem.method_calls(attr):
-            receiver = call.func.value  # type: ignore[attr-defined]
+            func = call.func
+            assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+            receiver = func.value
             is_model = (
                 sem.kind_of(receiver) is ValueKind.MODEL
                 or (isinstance(receiver, ast.Name) and receiver.id == "self")

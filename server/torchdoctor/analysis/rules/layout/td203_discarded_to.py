@@ -38,7 +38,9 @@ def discarded_to(ctx: RuleContext) -> Iterator[Finding]:
             statement = sem.parent(call)
             if not isinstance(statement, ast.Expr):
                 continue
-            receiver = call.func.value  # type: ignore[attr-defined]
+            func = call.func
+            assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+            receiver = func.value
             if not isinstance(receiver, ast.Name | ast.Attribute) or not _is_clear_tensor(
                 ctx, receiver, call
             ):

@@ -35,7 +35,9 @@ def host_sync_in_loop(ctx: RuleContext) -> Iterator[Finding]:
         for call in sem.method_calls(attr):
             if call.args and attr != "cpu":
                 continue
-            receiver = call.func.value  # type: ignore[attr-defined]
+            func = call.func
+            assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+            receiver = func.value
             if attr == "cpu" and sem.kind_of(receiver) is not None:
                 continue  # `model.cpu()`
             if _inside_sync_chain(ctx, call):
@@ -90,7 +92,7 @@ def _checked_right_away(ctx: RuleContext, call: ast.Call) -> bool:
 
 def _names_tested_in(ctx: RuleContext, loop: Loop) -> frozenset[str]:
     """The names read by the `if`/`while`/`assert` tests inside `loop`, collected once per loop."""
-    cache = ctx.sem.derived.setdefault("layout:names-tested-in-loop", {})
+    cache: dict[int, frozenset[str]] = ctx.sem.derived.setdefault("layout:names-tested-in-loop", {})
     found = cache.get(id(loop))
     if found is None:
         names: set[str] = set()

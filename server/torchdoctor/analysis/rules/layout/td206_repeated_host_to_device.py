@@ -52,7 +52,9 @@ def repeated_host_to_device(ctx: RuleContext) -> Iterator[Finding]:
             loop = step_loop(ctx, call)
             if loop is None:
                 continue
-            receiver = call.func.value  # type: ignore[attr-defined]
+            func = call.func
+            assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+            receiver = func.value
             if isinstance(receiver, ast.Name):
                 finding = _invariant_name_move(ctx, call, receiver, loop)
             elif isinstance(receiver, ast.Call):
@@ -142,8 +144,10 @@ def _hoist_fix(ctx: RuleContext, call: ast.Call, name: str, loop: Loop) -> Fix |
     if new_name in ctx.doc.text or not ctx.starts_its_line(loop):
         return None
     text = ctx.doc.source_of(call)
-    edits = [ctx.insert_line_before(loop, f"{new_name} = {text}")]  # type: ignore[arg-type]
-    for other in ctx.sem.method_calls(call.func.attr):  # type: ignore[attr-defined]
+    func = call.func
+    assert isinstance(func, ast.Attribute)  # a `.to(...)`/`.cuda()` from Semantics.method_calls
+    edits = [ctx.insert_line_before(loop, f"{new_name} = {text}")]
+    for other in ctx.sem.method_calls(func.attr):
         if ctx.sem.in_loop(other, loop) and ctx.doc.source_of(other) == text:
             edits.append(ctx.replace(other, new_name))
     return Fix(f"Move `{text}` before the loop", tuple(edits))

@@ -89,7 +89,7 @@ class LossCall:
 
 def loss_calls(ctx: RuleContext) -> list[LossCall]:
     sem = ctx.sem
-    cached = sem.derived.get("modules:loss_calls")
+    cached: list[LossCall] | None = sem.derived.get("modules:loss_calls")
     if cached is not None:
         return cached
     found: list[LossCall] = []
@@ -266,10 +266,17 @@ def _could_originate(ctx: RuleContext, value: ast.expr | None) -> bool:
     output by itself, or another variable."""
     if value is None:
         return False
-    while isinstance(value, ast.Subscript | ast.Call) and not (
-        isinstance(value, ast.Call) and not _is_shape_call(ctx, value)
-    ):
-        value = value.value if isinstance(value, ast.Subscript) else value.func.value  # type: ignore[attr-defined]
+    while True:
+        if isinstance(value, ast.Subscript):
+            value = value.value
+        elif (
+            isinstance(value, ast.Call)
+            and _is_shape_call(ctx, value)
+            and isinstance(value.func, ast.Attribute)  # always, for a shape call
+        ):
+            value = value.func.value
+        else:
+            break
     if isinstance(value, ast.Name):
         return True
     return origin_of(ctx, value, depth=99) is not None
@@ -337,7 +344,8 @@ def _output_of_constructor(ctx: RuleContext, constructor: ast.Call, depth: int) 
 def _output_of_class(ctx: RuleContext, cls: ast.ClassDef, depth: int) -> str | None:
     key = f"modules:output:{id(cls)}"
     if key in ctx.sem.derived:
-        return ctx.sem.derived[key]
+        known: str | None = ctx.sem.derived[key]
+        return known
     ctx.sem.derived[key] = None  # recursion guard
     forward = method_named(cls, "forward")
     result: str | None = None

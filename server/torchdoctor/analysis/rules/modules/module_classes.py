@@ -150,9 +150,9 @@ def constructor_name(sem: Semantics, value: ast.AST) -> str | None:
 
 def facts_of(sem: Semantics) -> FileFacts:
     sem = sem.whole  # a fact of the file, even for a view focused on some blocks
-    facts = sem.derived.get("modules:facts")
-    if facts is not None:
-        return facts
+    cached: FileFacts | None = sem.derived.get("modules:facts")
+    if cached is not None:
+        return cached
     facts = FileFacts()
     for cls in sem.classes:
         facts.local_classes.setdefault(cls.name, []).append(cls)
@@ -189,7 +189,7 @@ def _constructors_assigned(
     sem: Semantics, dotted: str, assigns: list[ast.Assign | ast.AnnAssign]
 ) -> set[str | None]:
     """The classes the file's assignments to `dotted` build, memoised per name."""
-    cache = sem.derived.setdefault("modules:constructors_assigned", {})
+    cache: dict[str, set[str | None]] = sem.derived.setdefault("modules:constructors_assigned", {})
     built = cache.get(dotted)
     if built is None:
         built = cache[dotted] = {
@@ -225,16 +225,17 @@ def ancestors_in_file(sem: Semantics, cls: ast.ClassDef) -> set[str]:
     return seen
 
 
-def self_assignments(
-    ctx: RuleContext,
-) -> list[tuple[ast.Assign | ast.AnnAssign, ast.Attribute, Function, ast.ClassDef]]:
+SelfAssignment = tuple[ast.Assign | ast.AnnAssign, ast.Attribute, Function, ast.ClassDef]
+
+
+def self_assignments(ctx: RuleContext) -> list[SelfAssignment]:
     """`self.<attr> = value` in the methods of nn.Module subclasses, in source order."""
     sem = ctx.sem
-    cached = sem.derived.get("modules:self-assignments")
+    cached: list[SelfAssignment] | None = sem.derived.get("modules:self-assignments")
     if cached is not None:
         return cached
     classes = {id(cls) for cls in module_classes_of(sem)}
-    found = []
+    found: list[SelfAssignment] = []
     for assign in sem.assigns:
         if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:
             continue

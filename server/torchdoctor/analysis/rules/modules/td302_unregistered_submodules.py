@@ -152,9 +152,9 @@ def _building_methods(cls: ast.ClassDef) -> set[str]:
     return building
 
 
-def _is_empty(value: ast.expr, literal: type, builtin: str) -> bool:
-    if isinstance(value, literal):
-        return not (value.elts if isinstance(value, ast.List) else value.keys)  # type: ignore[attr-defined]
+def _is_empty(value: ast.expr, literal: type[ast.List] | type[ast.Dict], builtin: str) -> bool:
+    if isinstance(value, ast.List | ast.Dict) and isinstance(value, literal):
+        return not (value.elts if isinstance(value, ast.List) else value.keys)
     return (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)

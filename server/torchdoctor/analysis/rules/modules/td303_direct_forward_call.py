@@ -166,7 +166,9 @@ def _used_as_module(sem: Semantics) -> frozenset[str]:
         names: set[str] = set()
         for method in MODULE_ONLY_METHODS:
             for call in sem.method_calls(method):
-                dotted = sem.dotted(call.func.value)  # type: ignore[attr-defined]
+                func = call.func
+                assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+                dotted = sem.dotted(func.value)
                 if dotted is not None:
                     names.add(dotted)
         found = sem.derived["modules:used-as-module"] = frozenset(names)
@@ -187,6 +189,6 @@ def _is_graph_module(ctx: RuleContext, receiver: ast.AST) -> bool:
         for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
             if argument.arg == receiver.id and argument.annotation is not None:
                 annotation = sem.qualname(argument.annotation) or sem.dotted(argument.annotation)
-                return bool(annotation) and "GraphModule" in annotation
+                return annotation is not None and "GraphModule" in annotation
         function = sem.enclosing_function(function)
     return False

@@ -179,19 +179,19 @@ def _is_number(ctx: RuleContext, node: ast.AST) -> bool:
     with_defaults = positional[len(positional) - len(arguments.defaults) :]
     for argument, default in zip(with_defaults, arguments.defaults, strict=False):
         defaults[argument.arg] = default
-    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=False):
-        defaults[argument.arg] = default
+    for argument, kw_default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=False):
+        defaults[argument.arg] = kw_default
     for argument in [*positional, *arguments.kwonlyargs]:
         if argument.arg != node.id:
             continue
         annotation = argument.annotation
         if annotation is not None:
             return isinstance(annotation, ast.Name) and annotation.id in NUMBER_ANNOTATIONS
-        default = defaults.get(argument.arg)
+        given = defaults.get(argument.arg)
         return (
-            isinstance(default, ast.Constant)
-            and isinstance(default.value, int | float)
-            and not isinstance(default.value, bool)
+            isinstance(given, ast.Constant)
+            and isinstance(given.value, int | float)
+            and not isinstance(given.value, bool)
         )
     return False
 

@@ -74,8 +74,8 @@ def _log_softmax_fix(ctx: RuleContext, origin: Origin) -> Fix | None:
     if isinstance(func, ast.Attribute) and func.attr == "softmax":
         edit = rename_attribute(ctx, func, "log_softmax")
     elif isinstance(func, ast.Call):
-        name = nn_class_name(sem, func.func)
-        if name == "Softmax" and isinstance(func.func, ast.Attribute):
+        class_name = nn_class_name(sem, func.func)
+        if class_name == "Softmax" and isinstance(func.func, ast.Attribute):
             edit = rename_attribute(ctx, func.func, "LogSoftmax")
     if edit is None:
         return None
