@@ -1,6 +1,6 @@
 """Analysis stays linear in the size of the file.
 
-A generated file grows from 1,000 to 8,000 functions; the work `analyse` does is counted as the
+A generated file grows from 500 to 4,000 functions; the work `analyse` does is counted as the
 number of Python function calls it makes (sys.setprofile), a figure that does not depend on the
 machine's load. Doubling the file may at most double the work, with a margin for the
 constant costs that do not grow. The rules get the same check one by one, so that a rule that
@@ -21,7 +21,7 @@ from torchdoctor.analysis.context import RuleContext
 from torchdoctor.analysis.engine import analyse
 
 ALL = Config(select=("ALL",))
-SIZES = (1000, 2000, 4000, 8000)
+SIZES = (500, 1000, 2000, 4000)  # a quadratic step shows as 4x at every doubling
 # growth allowed from one size to the next (twice the functions): 2x, plus 15% for the
 # bookkeeping of a larger file (dict resizes, longer sorted lists)
 DOUBLING_LIMIT = 2.3
