@@ -3,7 +3,7 @@
 # transformer, DDP and FSDP2, checked for NCCL ranks measured with the CUDA allocator: one rank
 # per GPU, at most 2 (one GPU still checks the CUDA path, without traffic between ranks). Skips,
 # saying why, on a host without an NVIDIA GPU. scripts/gpu-check.sh calls it (and already runs
-# tests/probe/test_distributed.py's NCCL test, whose skip reason names NCCL).
+# tests/probe/test_distributed.py's NCCL test, marked gpu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}

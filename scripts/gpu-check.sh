@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
 
-# every test whose skip reason names CUDA, a GPU or NCCL (tests/cuda_selection.py)
+# every test marked gpu (tests/cuda_selection.py)
 PYTHONPATH=. "$PYTHON" -m pytest -q -p no:cacheprovider -p tests.cuda_selection -rs tests
 
 if ! "$PYTHON" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then

@@ -1,24 +1,17 @@
-"""pytest plugin for scripts/gpu-check.sh: keeps only the tests that need a GPU.
+"""pytest plugin for scripts/gpu-check.sh: keeps only the tests marked `gpu`.
 
-A test needs a GPU when one of its skipif marks gives a reason that names CUDA, a GPU or NCCL
-("no CUDA device", "needs a CUDA device", "NCCL needs two CUDA GPUs on this host"): the suite's
-own convention for tests that skip without one. Loaded with `-p tests.cuda_selection`.
+A test that needs a CUDA device carries `@pytest.mark.gpu` beside the `skipif` that skips it,
+with its reason, where there is none (tests/conftest.py refuses a `gpu` test without one).
+Loaded with `-p tests.cuda_selection`.
 """
 
 from __future__ import annotations
 
-import re
-
 import pytest
-
-GPU_REASON = re.compile(r"\b(cuda|gpus?|nccl)\b", re.IGNORECASE)
 
 
 def needs_gpu(item: pytest.Item) -> bool:
-    return any(
-        GPU_REASON.search(str(mark.kwargs.get("reason", "")))
-        for mark in item.iter_markers("skipif")
-    )
+    return item.get_closest_marker("gpu") is not None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -39,6 +39,7 @@ def test_a_zero_dim_cpu_tensor_mixes_with_any_device() -> None:
     assert (x * torch.tensor(2.0)).device.type == "meta"
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_mixing_with_a_cuda_input_raises() -> None:
     x = torch.randn(2, 3, device="cuda")

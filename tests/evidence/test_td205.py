@@ -26,6 +26,7 @@ def test_detached_accumulation_gives_the_same_total() -> None:
     assert on_device.item() == pytest.approx(on_host, rel=1e-6)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_item_synchronizes_with_the_gpu() -> None:
     loss = torch.ones(3, device="cuda").sum()
@@ -38,6 +39,7 @@ def test_item_synchronizes_with_the_gpu() -> None:
         torch.cuda.set_sync_debug_mode("default")
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_a_blocking_copy_to_the_gpu_synchronizes_too() -> None:
     # why TD205 stays quiet in a loop that moves each batch with a blocking `.to(device)`: that

@@ -17,6 +17,7 @@ def test_moving_a_tensor_already_on_the_device_returns_it() -> None:
     assert moved.to("meta") is moved
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_each_move_to_cuda_allocates_device_memory() -> None:
     weights = torch.tensor([1.0, 2.0, 5.0])

@@ -53,6 +53,7 @@ def test_left_behind_tensor_meets_moved_inputs() -> None:
         torch.ones(3, device="meta") - module.mean
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_left_behind_tensor_on_cuda() -> None:
     module = PlainTensor().to("cuda")
@@ -94,6 +95,7 @@ def test_a_zero_dim_tensor_of_a_float_argument_mixes_with_any_device() -> None:
         torch.ones(3, device="meta") * torch.tensor([0.25])  # one element, not 0-dim
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_copying_a_left_behind_tensor_into_a_cuda_one_works() -> None:
     module = GridCopier().to("cuda")

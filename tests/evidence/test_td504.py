@@ -50,6 +50,7 @@ class OnTheGpu(Dataset):
         return torch.tensor([index]).cuda()
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="needs the fork start method"

@@ -377,6 +377,7 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA device")
 async def test_the_probe_runs_on_the_gpu_when_asked(lsp, tmp_path):
     client = await lsp.start(

@@ -202,6 +202,7 @@ def test_ranks_die_with_the_process_that_launched_them(
     assert left == []
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(visible_gpu_count() < 1, reason="NCCL needs a CUDA GPU on this host")
 def test_nccl_ranks_measure_cuda_memory() -> None:
     ranks = min(visible_gpu_count(), 2)  # one rank per GPU

@@ -274,6 +274,7 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not cuda_available(), reason="no CUDA device: the GPU path of these checks")
 def test_on_cuda_the_backward_error_and_the_findings_point_at_the_same_lines(
     warm: WarmProbe,

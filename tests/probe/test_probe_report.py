@@ -240,6 +240,7 @@ def cuda_available() -> bool:
 needs_cuda = pytest.mark.skipif(not cuda_available(), reason="no CUDA device")
 
 
+@pytest.mark.gpu
 @needs_cuda
 def test_cuda_probe_uses_events_and_the_allocator(warm: WarmProbe) -> None:
     import torch
@@ -267,6 +268,7 @@ def test_cuda_probe_uses_events_and_the_allocator(warm: WarmProbe) -> None:
     assert advice.strategy == "ddp"  # a 137k-parameter CNN fits any GPU
 
 
+@pytest.mark.gpu
 @needs_cuda
 def test_auto_picks_the_gpu_and_findings_still_point_at_lines(warm: WarmProbe) -> None:
     path = FIXTURES / "pitfalls.py"
