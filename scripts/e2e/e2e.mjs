@@ -311,18 +311,39 @@ async function clickProbeLens(className) {
 }
 
 /**
- * Clicks the "Probe model" lens until the report panel opens. The quick fix has just edited
- * the file, so VS Code re-requests the lenses: a click that lands on a lens being replaced
- * runs a command VS Code has already released ("Actual command not found") and does nothing.
+ * Clicks the "Probe model" lens until `answered()` sees what the click does. VS Code re-requests
+ * the lenses after an edit (the quick fix) or a window's first analysis: a click that lands on a
+ * lens being replaced runs a command VS Code has already released ("Actual command not found")
+ * and does nothing.
  */
-async function openReportFromLens(className, attempts = 3) {
+async function clickProbeLensUntil(className, answered, nothingHappened, attempts = 3) {
   for (let attempt = 1; attempt <= attempts; attempt += 1) {
     await clickProbeLens(className);
-    if (await reportFrameWith("#root[data-state]", 10_000)) {
+    if (await answered()) {
       return;
     }
-    console.log(`(the lens click #${attempt} opened no report panel) `);
+    console.log(`(the lens click #${attempt} ${nothingHappened}) `);
   }
+}
+
+async function openReportFromLens(className) {
+  await clickProbeLensUntil(
+    className,
+    async () => Boolean(await reportFrameWith("#root[data-state]", 10_000)),
+    "opened no report panel",
+  );
+}
+
+/** Whether the locator's text matches `pattern` within `timeout` ms. */
+async function showsTextWithin(locator, pattern, timeout) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    if (pattern.test((await locator.allInnerTexts().catch(() => [])).join("\n"))) {
+      return true;
+    }
+    await page.waitForTimeout(250);
+  }
+  return false;
 }
 
 /** Finds the report webview's inner frame (VS Code nests it in two iframes). */
@@ -740,8 +761,13 @@ async function main() {
 
       await step("untrusted-probe-refused", async () => {
         await goToLine(lineOfClass(original, expected.class));
-        await clickProbeLens(expected.class);
-        await waitForText(page.locator(".notifications-toasts"), /not trusted/, "refusal notification");
+        const toasts = page.locator(".notifications-toasts");
+        await clickProbeLensUntil(
+          expected.class,
+          () => showsTextWithin(toasts, /not trusted/, 10_000),
+          "showed no refusal",
+        );
+        await waitForText(toasts, /not trusted/, "refusal notification");
         const report = await reportFrameWith("[data-state=running], [data-params-total]", 3_000);
         check(report === undefined, "a probe started in an untrusted folder");
       });

@@ -46,6 +46,8 @@ def torchvision_pretrained(ctx: RuleContext) -> Iterator[Finding]:
             yield from _pretrained_findings(ctx, call, key, positional=False)
     if "__dict__" in ctx.doc.text or "getattr" in ctx.doc.text:
         for call in sem.calls:
+            if not call.keywords:  # only `pretrained=` is reported on a looked-up builder
+                continue
             key = _builder_table_key(sem, call)
             if key is not None:
                 yield from _pretrained_findings(ctx, call, key, positional=False)
