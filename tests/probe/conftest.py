@@ -107,3 +107,26 @@ needs_torch = pytest.mark.skipif(
     __import__("importlib.util").util.find_spec("torch") is None,
     reason="probe tests run the real runner with torch (pip install -e '.[probe]')",
 )
+
+
+def plain_flop_counter() -> Any:
+    """torch's FlopCounterMode with torch's own attention formula applied to the attention
+    kernel it has none for (the CPU one), as the probe counts: without it attention counts
+    0 FLOPs on the CPU. test_attention_flops.py checks the probe's attention counts by hand."""
+    import torch
+    from torch.utils import flop_counter
+
+    def forward(query: Any, key: Any, value: Any, *_: Any, **__: Any) -> int:
+        return int(flop_counter.sdpa_flop_count(query, key, value))
+
+    def backward(grad_out: Any, query: Any, key: Any, value: Any, *_: Any, **__: Any) -> int:
+        return int(flop_counter.sdpa_backward_flop_count(grad_out, query, key, value))
+
+    aten = torch.ops.aten
+    return flop_counter.FlopCounterMode(
+        display=False,
+        custom_mapping={
+            aten._scaled_dot_product_flash_attention_for_cpu: forward,
+            aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
+        },
+    )

@@ -160,6 +160,24 @@ def test_blocks_in_a_plain_list_are_a_finding_at_the_list_and_rows_in_the_table(
     assert rows["stem"].registered
 
 
+def test_blocks_a_move_left_behind_are_named_with_where_they_are() -> None:
+    import torch
+    from torchdoctor.probe import unregistered_modules
+
+    model = load_fixture_module(LAYOUTS).BlocksInAList()
+    strays = unregistered_modules.StrayModules(model, torch)
+    meta = torch.device("meta")
+    model.to(meta)  # moves the stem, not the blocks of the plain list
+    assert model.stem.weight.device == meta and model.blocks[0].fc.weight.device.type == "cpu"
+    with strays.watching(lambda: None, lambda _: None), pytest.raises(RuntimeError):
+        model(torch.zeros(4, 16, device=meta))  # the first block mixes devices
+    # the blocks the forward reached; not the spare module it never called
+    [finding] = strays.left_behind(meta, {}, lambda _: None)
+    assert finding["count"] == 3 and finding["detail"] == "blocks[0], blocks[1], blocks[2]"
+    assert "model.to(meta) did not move them: they are still on cpu" in finding["message"]
+    assert strays.left_behind(torch.device("cpu"), {}, lambda _: None) == []
+
+
 def test_float64_tensors_are_reported_where_they_are_made(warm: WarmProbe) -> None:
     import torch
 
@@ -283,9 +301,16 @@ def test_on_cuda_the_backward_error_and_the_findings_point_at_the_same_lines(
     assert report.device.kind == "cuda"
     [failed] = report.failed_passes
     assert failed.line == marked_line(INPLACE, "error-here")
-    layouts = report_of(warm.probe(LAYOUTS, "BlocksInAList", device="cuda"))
-    assert [(f.kind, f.line) for f in layouts.findings] == [
-        ("unregistered_module", marked_line(LAYOUTS, "expect: unregistered_module"))
+    # .to("cuda") leaves the plain list's blocks on the CPU, so on a GPU the forward fails
+    # mixing devices; the error names the list as the cause and its partial report has the
+    # finding at the list's line
+    container = marked_line(LAYOUTS, "expect: unregistered_module")
+    error = error_of(warm.probe(LAYOUTS, "BlocksInAList", device="cuda"))
+    assert error.kind == "forward" and "same device" in error.message
+    assert f"still on cpu. Wrap them in nn.ModuleList (line {container})" in error.message
+    assert error.partial is not None
+    assert [(f["kind"], f["line"]) for f in error.partial["findings"]] == [
+        ("unregistered_module", container)
     ]
     attention = report_of(warm.probe(LAYOUTS, "CausalSelfAttention", device="cuda"))
     assert attention.findings == []

@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 from torchdoctor.probe.schema import ProbeReport
 
-from .conftest import EXAMPLES, FIXTURES, WarmProbe, error_of, marked_line, needs_torch, report_of
+from .conftest import (
+    EXAMPLES,
+    FIXTURES,
+    WarmProbe,
+    error_of,
+    marked_line,
+    needs_torch,
+    plain_flop_counter,
+    report_of,
+)
 
 pytestmark = [needs_torch, pytest.mark.timeout(120)]
 
@@ -47,7 +56,6 @@ def test_params_flops_and_shapes_match_torch(
     example_reports: dict[str, ProbeReport], name: str
 ) -> None:
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
 
     report = example_reports[name]
     model = getattr(load_examples(), name)()
@@ -72,7 +80,7 @@ def test_params_flops_and_shapes_match_torch(
 
     for module_name, module in model.named_modules():
         module.register_forward_hook(remember(module_name))
-    with FlopCounterMode(display=False) as counter:
+    with plain_flop_counter() as counter:
         output = model(x)
         forward_flops = counter.get_total_flops()
         output.sum().backward()
@@ -272,9 +280,14 @@ def test_cuda_probe_uses_events_and_the_allocator(warm: WarmProbe) -> None:
 @needs_cuda
 def test_auto_picks_the_gpu_and_findings_still_point_at_lines(warm: WarmProbe) -> None:
     path = FIXTURES / "pitfalls.py"
-    report = report_of(warm.probe(path, "Pitfalls", device="auto"))
+    report = report_of(warm.probe(path, "Overflow", device="auto"))
     assert report.device.kind == "cuda"
-    assert ("nan", marked_line(path, "expect: nan")) in {(f.kind, f.line) for f in report.findings}
+    assert ("inf", marked_line(path, "expect: inf")) in {(f.kind, f.line) for f in report.findings}
+    # on a GPU the CPU tensor that torch.from_numpy makes in forward cannot be mixed with the
+    # input: the error is at the line that mixes them
+    error = error_of(warm.probe(path, "Pitfalls", device="auto"))
+    assert error.kind == "forward" and "same device" in error.message
+    assert error.line == marked_line(path, "expect: float64") + 1
 
 
 @pytest.mark.skipif(cuda_available(), reason="a CUDA device is present")

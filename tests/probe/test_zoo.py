@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 from torchdoctor.probe.build_options import BuildOptions
 from torchdoctor.probe.schema import ProbeReport
 
 from .. import torchvision_import
-from .conftest import FIXTURES, WarmProbe, needs_torch, report_of
+from .conftest import FIXTURES, WarmProbe, needs_torch, plain_flop_counter, report_of
 
 pytestmark = needs_torch
 
@@ -173,8 +172,10 @@ def flatten(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def plain_inputs(report: ProbeReport, case: Case) -> tuple[list[Any], dict[str, Any]]:
-    """Tensors of the shapes and dtypes the probe reports, with valid values."""
+def plain_inputs(
+    report: ProbeReport, case: Case, device: str
+) -> tuple[list[Any], dict[str, Any]]:
+    """Tensors of the shapes and dtypes the probe reports, with valid values, on `device`."""
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     for item in report.input.tensors:
@@ -185,6 +186,7 @@ def plain_inputs(report: ProbeReport, case: Case) -> tuple[list[Any], dict[str, 
             tensor = torch.randn(item.shape, dtype=dtype)
         else:
             tensor = torch.randint(0, case.token_high, item.shape, dtype=dtype)
+        tensor = tensor.to(device)
         if item.path.startswith("args["):
             args.append(tensor)
         else:
@@ -200,19 +202,20 @@ class PlainRun:
     flops_forward_backward: int
 
 
-def plain_run(case: Case, report: ProbeReport) -> PlainRun:
+def plain_run(case: Case, report: ProbeReport, device: str = "cpu") -> PlainRun:
     torch.manual_seed(0)
-    model = case.build(load_fixture(case.fixture))
+    model = case.build(load_fixture(case.fixture)).to(device)
     model.train()
     if case.dtype:
         model.to(torch.bfloat16)
     if case.channels_last:
         model.to(memory_format=torch.channels_last)
-    args, kwargs = plain_inputs(report, case)
+    args, kwargs = plain_inputs(report, case, device)
     if case.channels_last:
         args = [a.contiguous(memory_format=torch.channels_last) for a in args]
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if case.amp else nullcontext()
-    counter = FlopCounterMode(display=False)
+    amp = getattr(torch, autocast_dtype(device))
+    autocast = torch.autocast(device, dtype=amp) if case.amp else nullcontext()
+    counter = plain_flop_counter()
     with counter:
         with autocast:
             output = model(*args, **kwargs)
@@ -226,6 +229,12 @@ def plain_run(case: Case, report: ProbeReport) -> PlainRun:
         flops_forward=forward,
         flops_forward_backward=counter.get_total_flops(),
     )
+
+
+def autocast_dtype(device: str) -> str:
+    """What `--amp` picks: torch's own autocast default on a GPU (float16, with a
+    GradScaler), bfloat16 on the CPU."""
+    return "float16" if device == "cuda" else "bfloat16"
 
 
 def cpu_autocast_problem(model: torch.nn.Module, *inputs: torch.Tensor) -> str | None:
@@ -249,27 +258,63 @@ def case_problem(case: Case) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_zoo_model_matches_a_plain_run(warm: WarmProbe, case: Case) -> None:
-    problem = case_problem(case)
-    if problem:
-        pytest.skip(problem)
+def probe_case(warm: WarmProbe, case: Case, device: str = "cpu") -> ProbeReport:
     build = BuildOptions(
         init=case.init, dtype=case.dtype, amp="auto" if case.amp else None,
         channels_last=case.channels_last,
     )
     final = warm.probe(FIXTURES / case.fixture, case.target, input_spec=case.input_spec,
-                       build=build, timing_budget_s=0.2)
-    report = report_of(final)
+                       build=build, timing_budget_s=0.2, device=device)
+    return report_of(final)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_zoo_model_matches_a_plain_run(warm: WarmProbe, case: Case) -> None:
+    problem = case_problem(case)
+    if problem:
+        pytest.skip(problem)
+    report = probe_case(warm, case)
+    assert report.device.kind == "cpu"
+    assert_matches_plain_run(report, case, plain_run(case, report))
+
+
+# One of each kind of build on the GPU: float32, bfloat16 weights, autocast, channels-last,
+# Hugging Face models and a torchvision network. Grouped-query attention (Llama) is left to
+# test_attention_flops.py: before torch 2.13 the plain FlopCounterMode this compares with
+# raises on it on a GPU.
+GPU_CASES = [case for case in CASES if case.id in {
+    "nn.Transformer", "lstm-lm-bf16", "cnn-channels-last", "gpt2", "bart", "vit-amp",
+    "resnet18",
+}]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the zoo on the GPU")
+@pytest.mark.parametrize("case", GPU_CASES, ids=[case.id for case in GPU_CASES])
+def test_zoo_model_on_the_gpu_matches_a_plain_cuda_run(warm: WarmProbe, case: Case) -> None:
+    problem = import_problem(case.needs) if case.needs else None
+    if problem:
+        pytest.skip(problem)
+    report = probe_case(warm, case, device="cuda")
+    assert report.device.kind == "cuda"
+    assert report.latency.method == "cuda_events"
+    assert report.memory.method == "cuda_allocator"
+    assert_matches_plain_run(report, case, plain_run(case, report, device="cuda"), "cuda")
+    # the step's peak holds the weights, which live on the GPU, and more
+    assert report.memory.peak_bytes > report.params.parameter_bytes
+
+
+def assert_matches_plain_run(
+    report: ProbeReport, case: Case, plain: PlainRun, device: str = "cpu"
+) -> None:
     assert [t.path for t in report.input.tensors] == case.expect_inputs
-    plain = plain_run(case, report)
     assert report.params.total == plain.params
     assert report.modules[0].output_shapes == plain.output_shapes
     assert report.flops.forward == plain.flops_forward > 0
     assert report.flops.forward_backward == plain.flops_forward_backward
     precision = report.precision
     assert precision is not None
-    assert precision.amp == ("bfloat16" if case.amp else None)
+    assert precision.amp == (autocast_dtype(device) if case.amp else None)
     assert precision.dtype == ("bfloat16" if case.dtype else "float32")
     assert precision.memory_format == ("channels_last" if case.channels_last else "contiguous")
     bytes_per_parameter = 2 if case.dtype else 4

@@ -160,33 +160,81 @@ class StrayModules:
         origin_of: Callable[[Any], Location | None],
     ) -> list[dict[str, Any]]:
         """One finding per attribute whose stray modules ran in forward."""
-        by_attribute: dict[tuple[int, str], list[StrayModule]] = {}
-        for stray in self.strays:
-            ran = any(
-                self.records.get(id(inner), CallRecord()).calls
-                for inner in stray.module.modules()
+        ran = [
+            stray for stray in self.strays
+            if any(self.records.get(id(inner), CallRecord()).calls
+                   for inner in stray.module.modules())
+        ]
+        return [
+            self._finding(
+                strays, container_sites, origin_of,
+                "they run in forward but are not submodules, so model.parameters() (the "
+                "optimizer), .to(device), state_dict() and DDP miss them",
             )
-            if ran:
-                by_attribute.setdefault((id(stray.owner), stray.attribute), []).append(stray)
+            for strays in _by_attribute(ran).values()
+        ]
+
+    def left_behind(
+        self,
+        device: Any,
+        container_sites: dict[tuple[int, str], Location],
+        origin_of: Callable[[Any], Location | None],
+    ) -> list[dict[str, Any]]:
+        """One finding per attribute whose stray modules model.to(device) did not move, once
+        the forward reached one of them (watching() saw it start): on a GPU the forward then
+        fails mixing devices, and this is why."""
+        reached = {
+            (id(stray.owner), stray.attribute) for stray in self.strays
+            if any(id(inner) in self.records for inner in stray.module.modules())
+        }
+        behind = [
+            stray for stray in self.strays
+            if (id(stray.owner), stray.attribute) in reached
+            and any(tensor.device != device for tensor in _tensors(stray.module))
+        ]
         findings = []
-        for key, strays in by_attribute.items():
-            where = container_sites.get(key) or origin_of(strays[0].module)
-            attribute = strays[0].name.split("[")[0]
-            params = sum(p.numel() for s in strays for p in s.module.parameters())
-            holder = "a plain container" if key in container_sites else "a plain attribute"
-            wrapper = "nn.ModuleDict" if "['" in strays[0].name else "nn.ModuleList"
-            findings.append(
-                {
-                    "kind": "unregistered_module",
-                    "severity": "warning",
-                    "message": f"{attribute} keeps {len(strays)} module(s) with {params:,} "
-                    f"parameters in {holder}: they run in forward but are not submodules, so "
-                    "model.parameters() (the optimizer), .to(device), state_dict() and DDP "
-                    f"miss them. Wrap them in {wrapper}",
-                    "file": where[0] if where else None,
-                    "line": where[1] if where else None,
-                    "count": len(strays),
-                    "detail": ", ".join(s.name for s in strays),
-                }
+        for strays in _by_attribute(behind).values():
+            still_on = sorted(
+                {str(t.device) for s in strays for t in _tensors(s.module) if t.device != device}
             )
+            findings.append(self._finding(
+                strays, container_sites, origin_of,
+                f"model.to({device}) did not move them: they are still on {', '.join(still_on)}",
+            ))
         return findings
+
+    @staticmethod
+    def _finding(
+        strays: list[StrayModule],
+        container_sites: dict[tuple[int, str], Location],
+        origin_of: Callable[[Any], Location | None],
+        consequence: str,
+    ) -> dict[str, Any]:
+        key = (id(strays[0].owner), strays[0].attribute)
+        where = container_sites.get(key) or origin_of(strays[0].module)
+        attribute = strays[0].name.split("[")[0]
+        params = sum(p.numel() for s in strays for p in s.module.parameters())
+        holder = "a plain container" if key in container_sites else "a plain attribute"
+        wrapper = "nn.ModuleDict" if "['" in strays[0].name else "nn.ModuleList"
+        return {
+            "kind": "unregistered_module",
+            "severity": "warning",
+            "message": f"{attribute} keeps {len(strays)} module(s) with {params:,} "
+            f"parameters in {holder}: {consequence}. Wrap them in {wrapper}",
+            "file": where[0] if where else None,
+            "line": where[1] if where else None,
+            "count": len(strays),
+            "detail": ", ".join(s.name for s in strays),
+        }
+
+
+def _tensors(module: Any) -> Iterator[Any]:
+    yield from module.parameters()
+    yield from module.buffers()
+
+
+def _by_attribute(strays: list[StrayModule]) -> dict[tuple[int, str], list[StrayModule]]:
+    grouped: dict[tuple[int, str], list[StrayModule]] = {}
+    for stray in strays:
+        grouped.setdefault((id(stray.owner), stray.attribute), []).append(stray)
+    return grouped

@@ -190,8 +190,21 @@ def probe(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
     )
     progress.stage("shapes", "output shapes per submodule")
     strays = companion_module("unregistered_modules").StrayModules(model, torch)
-    with strays.watching(session.synchronize, shapes_of):
-        modules = shapes_pass(session)
+    try:
+        with strays.watching(session.synchronize, shapes_of):
+            modules = shapes_pass(session)
+    except ProbeFailure as failure:
+        # modules kept in a plain list stay where they were built: on a GPU the forward
+        # fails mixing devices, and the error says which container is why
+        behind = strays.left_behind(
+            device, origins.sites.container_sites, lambda stray: origins.modules.get(id(stray))
+        )
+        if behind:
+            failure.message += "; " + "; ".join(
+                f"{finding['message']} (line {finding['line']})" for finding in behind
+            )
+            outcomes.keep(findings=behind)
+        raise
     modules += strays.rows(lambda stray: origins.modules.get(id(stray)))
     outcomes.keep(modules=modules)
     progress.stage("shapes", "shapes of every local, line by line", 1.0)

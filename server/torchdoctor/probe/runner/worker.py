@@ -378,13 +378,18 @@ def final_event(request: ProbeRequest, progress: Progress) -> dict[str, Any]:
 def warm_up_torch() -> None:
     """Pay torch's lazy first-use costs (meta kernels and FlopCounterMode pull in dynamo,
     about 2 s) while the worker is idle rather than inside the first probe. On the CPU only:
-    a parent that initialised CUDA could not fork children that use it."""
+    a parent that initialised CUDA could not fork children that use it. A backward is left to
+    the probe where torch is built for a GPU: the autograd engine's first backward asks the
+    GPU driver for its devices, and a child forked after that fails to initialise CUDA."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
+    built_for_gpu = torch.version.cuda is not None or torch.version.hip is not None
     layer = torch.nn.Linear(2, 2)
     with contextlib.suppress(Exception), FlopCounterMode(display=False):
-        layer(torch.zeros(1, 2)).sum().backward()
+        output = layer(torch.zeros(1, 2))
+        if not built_for_gpu:
+            output.sum().backward()
     with contextlib.suppress(Exception), parameters_on_meta(layer):
         layer(torch.zeros(1, 2, device="meta"))
 
@@ -494,6 +499,10 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGUSR1"):
         signal.signal(signal.SIGUSR1, _forward_stack_dump)
     forget_runner_directory()
+    # The parent forks every probe, and a child cannot use CUDA once the parent's process has
+    # initialised the driver. torch.cuda.is_available(), which torch's own modules call on
+    # import, initialises it unless this asks it to count devices through NVML instead.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
     events = take_over_stdout()
     channel = RequestChannel(take_over_stdin())
