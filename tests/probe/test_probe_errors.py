@@ -314,3 +314,13 @@ def test_on_cuda_the_backward_error_and_the_findings_point_at_the_same_lines(
     ]
     attention = report_of(warm.probe(LAYOUTS, "CausalSelfAttention", device="cuda"))
     assert attention.findings == []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_available(), reason="no CUDA device: the GPU path of these checks")
+def test_a_model_on_the_gpu_may_also_compute_on_the_cpu(warm: WarmProbe) -> None:
+    # the NaN/Inf check reads every op's sum at the end: one read per device, not one stack
+    report = report_of(warm.probe(LAYOUTS, "ScalesMadeOnTheCpu", device="cuda"))
+    assert report.device.kind == "cuda"
+    assert report.findings == []
+

@@ -231,7 +231,7 @@ def checks_pass(session: Session) -> tuple[list[dict[str, Any]], dict[Location, 
     floating = [(n, t) for n, t in named if t.is_floating_point() and t.numel()]
     if floating:
         with torch.no_grad():
-            sums = torch.stack([t.sum(dtype=torch.float64) for _, t in floating]).tolist()
+            sums = read_scalars([t.sum(dtype=torch.float64) for _, t in floating])
         for (name, tensor), value in zip(floating, sums, strict=True):
             if not math.isfinite(value):
                 collector.add(
@@ -310,6 +310,25 @@ def source_text_at(where: Location) -> str:
     return linecache.getline(where[0], where[1]).split("  #")[0].strip()
 
 
+def read_scalars(scalars: list[Any]) -> list[float]:
+    """The values of 0-d tensors, one read per device: a model on a GPU may also compute on
+    CPU tensors (an index built in forward), which one stack could not mix. Meta tensors
+    hold no value and read as 0."""
+    import torch
+
+    values = [0.0] * len(scalars)
+    by_device: dict[Any, list[int]] = {}
+    for index, scalar in enumerate(scalars):
+        by_device.setdefault(scalar.device, []).append(index)
+    for device, indices in by_device.items():
+        if device.type == "meta":
+            continue
+        read = torch.stack([scalars[i] for i in indices]).tolist()
+        for index, value in zip(indices, read, strict=True):
+            values[index] = value
+    return values
+
+
 def report_nonfinite_outputs(mode: Any, output: Any, collector: FindingCollector) -> None:
     """NaN/Inf that reach the model's output, reported where they first appear.
 
@@ -317,11 +336,10 @@ def report_nonfinite_outputs(mode: Any, output: Any, collector: FindingCollector
     now: one device sync. Walking back from the outputs through the ops that produced non-finite
     values finds the origin; an -inf attention mask that softmax absorbs is not reported.
     """
-    import torch
 
     if not mode.sums:
         return
-    values = torch.stack(mode.sums).tolist()
+    values = read_scalars(mode.sums)
     nonfinite = {i for i, v in enumerate(values) if not math.isfinite(v)}
     record_of_sum = [owner for owner, _ in mode.sum_owner]
     start = [mode.producer[id(t)] for t in iter_tensors(output) if id(t) in mode.producer]
