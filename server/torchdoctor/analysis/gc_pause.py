@@ -6,6 +6,14 @@ while they are being built: a third of a large file's analysis time went to coll
 found nothing, since trees and the indexes over them hold no reference cycles and are freed by
 reference counting alone. Collections resume as soon as the work is done.
 
+Once the work is done, what it built is frozen (`gc.freeze()`): a language server keeps the
+last version's tree and indexes while the next keystroke's work allocates, and every tenth
+young collection would otherwise scan the tens of thousands of objects the last keystrokes
+built (20 ms on a 3,000-line file, every few keystrokes), only to find them alive. Frozen
+objects are still freed by reference counting as usual. So that a reference cycle that did
+form is not kept for good, every `THAW_EVERY`-th pause hands the frozen objects back to the
+collector's oldest generation instead.
+
 `gc.disable()` is process-wide while the language server analyses documents in several threads,
 so the pause is counted: the first thread in turns the collector off, the last one out turns it
 back on, and only if it was on when the first one came in (a program that runs with the
@@ -19,15 +27,18 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+THAW_EVERY = 64
+
 _lock = threading.Lock()
 _holders = 0
 _was_enabled = False
+_pauses = 0
 
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic collection while the block runs; re-entrant and thread-safe."""
-    global _holders, _was_enabled
+    global _holders, _was_enabled, _pauses
     with _lock:
         if _holders == 0:
             _was_enabled = gc.isenabled()
@@ -39,4 +50,9 @@ def gc_paused() -> Iterator[None]:
         with _lock:
             _holders -= 1
             if _holders == 0 and _was_enabled:
+                _pauses += 1
+                if _pauses % THAW_EVERY:
+                    gc.freeze()
+                else:
+                    gc.unfreeze()
                 gc.enable()

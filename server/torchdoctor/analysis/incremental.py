@@ -143,9 +143,14 @@ class IncrementalAnalyser:
         available: dict[str, list[ParsedBlock]] = {}
         for block in previous.blocks:
             available.setdefault(block.text, []).append(block)
+        unchanged = _UnchangedEnds(previous.scan.lines, lines, previous.blocks)
         blocks: list[ParsedBlock] = []
         for start, end in block_scan.blocks():
-            blocks.append(_reuse_or_parse(available, lines, start, end))
+            same = unchanged.block(start, end)
+            if same is not None and _take(available, same, start):
+                blocks.append(same)
+            else:
+                blocks.append(_reuse_or_parse(available, lines, start, end))
         if any(block.problems for block in blocks):
             # the file is broken: what a fresh parse makes of it is each block parsed alone
             for position, block in enumerate(blocks):
@@ -155,6 +160,46 @@ class IncrementalAnalyser:
             # the scanner may have cut a statement: let a whole parse decide, and start over
             return _first_version(text, path, index)
         return _version(text, path, index, block_scan, blocks, previous.document.semantics)
+
+
+class _UnchangedEnds:
+    """The lines an edit left alone at the start and at the end of the file: a block that lies
+    wholly in them is the old block of those lines, found without joining its text."""
+
+    def __init__(
+        self, old: tuple[str, ...], new: tuple[str, ...], blocks: list[ParsedBlock]
+    ) -> None:
+        limit = min(len(old), len(new))
+        first = 0
+        while first < limit and new[first] == old[first]:
+            first += 1
+        same = 0
+        while same < limit - first and new[-1 - same] == old[-1 - same]:
+            same += 1
+        self.first = first  # lines [0, first) are the old ones
+        self.tail = len(new) - same  # lines [tail, len(new)) are the old ones, moved by delta
+        self.delta = len(new) - len(old)
+        self.by_range = {(block.start, block.end): block for block in blocks}
+
+    def block(self, start: int, end: int) -> ParsedBlock | None:
+        if end <= self.first:
+            return self.by_range.get((start, end))
+        if start >= self.tail:
+            return self.by_range.get((start - self.delta, end - self.delta))
+        return None
+
+
+def _take(available: dict[str, list[ParsedBlock]], block: ParsedBlock, start: int) -> bool:
+    """Reuse `block` at `start` unless a block before took it, or it is broken and moved (see
+    _reuse_or_parse)."""
+    candidates = available.get(block.text)
+    if not candidates or block not in candidates:
+        return False
+    if block.start != start and block.problems:
+        return False
+    candidates.remove(block)
+    block.move_to(start)
+    return True
 
 
 def _reuse_or_parse(

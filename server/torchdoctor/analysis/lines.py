@@ -20,11 +20,19 @@ class LineIndex:
 
     @classmethod
     def of(cls, text: str) -> LineIndex:
-        # one split in C, keeping the breaks: line, break, line, break, ..., last line
-        parts = _LINE_AND_BREAK.split(text)
-        lines = tuple(parts[0::2])
-        breaks = (*parts[1::2], "")
-        return cls(lines, breaks, tuple(line.isascii() for line in lines))
+        if "\r" not in text:  # the usual case: str.split is many times faster than the regex
+            lines = tuple(text.split("\n"))
+            breaks = ("\n",) * (len(lines) - 1) + ("",)
+        else:
+            # one split in C, keeping the breaks: line, break, line, break, ..., last line
+            parts = _LINE_AND_BREAK.split(text)
+            lines = tuple(parts[0::2])
+            breaks = (*parts[1::2], "")
+        # one check in C for the usual all-ASCII file instead of one per line
+        ascii_lines = (
+            (True,) * len(lines) if text.isascii() else tuple(line.isascii() for line in lines)
+        )
+        return cls(lines, breaks, ascii_lines)
 
     @property
     def line_count(self) -> int:

@@ -572,11 +572,14 @@ def _propagate(
     """What a function's local callees do, it does: a worklist over the call edges (callee →
     its calls and their functions), each function revisited only when a callee's summary grew
     (the facts only ever grow)."""
-    pending = list(sem.functions)
+    # only a function that some other function calls has facts to hand on
+    pending = [function for function in sem.functions if id(function) in callers]
     while pending:
         callee = pending.pop()
         source = summaries.by_function[id(callee)]
-        callee_parameters = _positional_parameters(sem, callee)
+        callee_parameters = (
+            _positional_parameters(sem, callee) if source.backward_parameters else []
+        )
         for call, caller in callers.get(id(callee), ()):
             summary = summaries.by_function[id(caller)]
             before = summary.spread_facts()
