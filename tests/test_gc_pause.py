@@ -51,3 +51,30 @@ def test_a_program_that_turned_the_collector_off_keeps_it_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_an_edit_frees_the_previous_version_without_the_collector() -> None:
+    """What an analysis builds is frozen for the collector, so it must not be kept alive by
+    reference cycles: the last version's semantics (with its summaries and evaluation facts)
+    goes as soon as the next version is analysed."""
+    import weakref
+
+    from torchdoctor.analysis.incremental import IncrementalAnalyser
+
+    source = (
+        "import torch\n\n\n"
+        "def train(model, loader, optimizer):\n"
+        "    for x, y in loader:\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n\n\n"
+        "def evaluate(model, loader):\n"
+        "    for x, y in loader:\n"
+        "        model(x)\n"
+    )
+    analyser = IncrementalAnalyser("edited.py")
+    document, _ = analyser.analyse(source)
+    gone = weakref.ref(document.semantics)
+    del document
+    analyser.analyse(source.replace("model(x)\n", "model(x + 1)\n"))
+    assert gone() is None

@@ -87,27 +87,40 @@ BINDING_NODES = (
 )
 
 
+def _bind(
+    definitions: dict[str, list[Definition]],
+    target: ast.AST,
+    statement: ast.AST,
+    value: ast.expr | None,
+    visible_from: tuple[int, int],
+) -> None:
+    # a function of the module, not a closure of _build_flow: a closure that calls itself is
+    # a reference cycle, and it would keep each flow alive until the cyclic collector ran
+    if isinstance(target, ast.Name):
+        definitions.setdefault(target.id, []).append(
+            Definition(target.id, statement, value, position(statement), visible_from)
+        )
+    elif isinstance(target, ast.Attribute | ast.Subscript):
+        dotted = dotted_name(target)
+        if dotted is not None:
+            definitions.setdefault(dotted, []).append(
+                Definition(dotted, statement, value, position(statement), visible_from)
+            )
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            # unpacking: each element depends on the whole value
+            element = element.value if isinstance(element, ast.Starred) else element
+            _bind(definitions, element, statement, value, visible_from)
+
+
 def _build_flow(scope: ast.AST, statements: list[ast.AST]) -> ScopeFlow:
     flow = ScopeFlow()
+    definitions = flow.definitions
 
     def bind(
         target: ast.AST, statement: ast.AST, value: ast.expr | None, visible_from: tuple[int, int]
     ) -> None:
-        if isinstance(target, ast.Name):
-            flow.definitions.setdefault(target.id, []).append(
-                Definition(target.id, statement, value, position(statement), visible_from)
-            )
-        elif isinstance(target, ast.Attribute | ast.Subscript):
-            dotted = dotted_name(target)
-            if dotted is not None:
-                flow.definitions.setdefault(dotted, []).append(
-                    Definition(dotted, statement, value, position(statement), visible_from)
-                )
-        elif isinstance(target, ast.Tuple | ast.List):
-            for element in target.elts:
-                # unpacking: each element depends on the whole value
-                element = element.value if isinstance(element, ast.Starred) else element
-                bind(element, statement, value, visible_from)
+        _bind(definitions, target, statement, value, visible_from)
 
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         arguments = scope.args
@@ -137,8 +150,8 @@ def _build_flow(scope: ast.AST, statements: list[ast.AST]) -> ScopeFlow:
                     bind(item.optional_vars, node, item.context_expr, _end(item.optional_vars))
         elif isinstance(node, ast.NamedExpr):
             bind(node.target, node, node.value, _end(node))
-    for definitions in flow.definitions.values():
-        definitions.sort(key=lambda d: d.position)
+    for bindings in definitions.values():
+        bindings.sort(key=lambda d: d.position)
     return flow
 
 

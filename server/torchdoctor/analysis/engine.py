@@ -51,6 +51,8 @@ def run_rules(
             if severity is not finding.severity:
                 finding = _with_severity(finding, severity)
             findings.append(finding)
+    if focus is not None:
+        sem.derived.clear()  # the view's facts refer back to it: freed without the collector
     findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.code))
     return findings
 

@@ -10,9 +10,11 @@ Once the work is done, what it built is frozen (`gc.freeze()`): a language serve
 last version's tree and indexes while the next keystroke's work allocates, and every tenth
 young collection would otherwise scan the tens of thousands of objects the last keystrokes
 built (20 ms on a 3,000-line file, every few keystrokes), only to find them alive. Frozen
-objects are still freed by reference counting as usual. So that a reference cycle that did
-form is not kept for good, every `THAW_EVERY`-th pause hands the frozen objects back to the
-collector's oldest generation instead.
+objects are still freed by reference counting as usual, and the analysis leaves few cycles
+(a version's derived facts are dropped with it, see semantics.merge_blocks; what remains is
+mostly the recursive closure each `ast.dump` call makes). So that those are not kept for good,
+every `THAW_EVERY`-th pause hands the frozen objects back to the collector's oldest
+generation instead.
 
 `gc.disable()` is process-wide while the language server analyses documents in several threads,
 so the pause is counted: the first thread in turns the collector off, the last one out turns it
@@ -27,7 +29,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-THAW_EVERY = 64
+THAW_EVERY = 256
 
 _lock = threading.Lock()
 _holders = 0

@@ -546,6 +546,10 @@ def merge_blocks(
     if previous is not None:
         parents = sem.parents = previous.parents
         previous.parents = {}
+        # the facts derived from the previous version refer back to it (summaries keep their
+        # semantics): dropped, the whole version is freed by reference counting instead of
+        # waiting, with hundreds of thousands of objects, for the cyclic collector
+        previous.derived.clear()
         kept = {id(block) for block in blocks}
         for gone in previous._blocks:
             if id(gone) not in kept:
