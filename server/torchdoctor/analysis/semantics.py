@@ -94,9 +94,11 @@ class Semantics:
     kinds: dict[str, ValueKind] = field(default_factory=dict)
     # the statements binding names in each function body (and the module), by id of the scope
     bindings_by_scope: dict[int, list[ast.AST]] = field(default_factory=lambda: defaultdict(list))
-    _loops_cache: dict[int, list[Loop]] = field(default_factory=dict)
+    # by id of the node, with the node (an entry answers only for the node it was made for):
+    # kept from version to version for the blocks an edit left alone (merge_blocks)
+    _loops_cache: dict[int, tuple[ast.AST, list[Loop]]] = field(default_factory=dict)
     _dotted_cache: dict[int, str | None] = field(default_factory=dict)
-    _function_cache: dict[int, Function | None] = field(default_factory=dict)
+    _function_cache: dict[int, tuple[ast.AST, Function | None]] = field(default_factory=dict)
     _kind_cache: dict[str, ValueKind | None] = field(default_factory=dict)
     _qualname_cache: dict[str, str | None] = field(default_factory=dict)
     # the blocks it was merged from, and those a focused view lists
@@ -269,8 +271,8 @@ class Semantics:
         """
         cache = self._loops_cache
         found = cache.get(id(node))
-        if found is not None:
-            return found
+        if found is not None and found[0] is node:
+            return found[1]
         loops: list[Loop] = []
         child = node
         for ancestor in self.ancestors(node):
@@ -279,7 +281,7 @@ class Semantics:
             if isinstance(ancestor, LOOP_NODES) and _is_in_loop_body(ancestor, child):
                 loops.append(ancestor)
             child = ancestor
-        cache[id(node)] = loops
+        cache[id(node)] = (node, loops)
         return loops
 
     def enclosing_function(self, node: ast.AST) -> Function | None:
@@ -287,8 +289,9 @@ class Semantics:
         lambda. Memoised: rules ask it for the same nodes many times."""
         key = id(node)
         cache = self._function_cache
-        if key in cache:
-            return cache[key]
+        known = cache.get(key)
+        if known is not None and known[0] is node:
+            return known[1]
         found: Function | None = None
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -296,7 +299,7 @@ class Semantics:
                 break
             if isinstance(ancestor, ast.ClassDef | ast.Lambda):
                 break
-        cache[key] = found
+        cache[key] = (node, found)
         return found
 
     def enclosing_statement(self, node: ast.AST) -> ast.stmt | None:
@@ -550,13 +553,23 @@ def merge_blocks(
         # semantics): dropped, the whole version is freed by reference counting instead of
         # waiting, with hundreds of thousands of objects, for the cyclic collector
         previous.derived.clear()
+        # a node's enclosing loops and function lie in its own top-level block: the answers
+        # for the blocks an edit left alone stay true
+        loops_cache, function_cache = _carried(previous._loops_cache, parents), _carried(
+            previous._function_cache, parents
+        )
         kept = {id(block) for block in blocks}
         for gone in previous._blocks:
             if id(gone) not in kept:
                 for node in gone.parents:
                     parents.pop(node, None)
+                    loops_cache.pop(id(node), None)
+                    function_cache.pop(id(node), None)
                 for statement in gone.statements:
                     parents.pop(statement, None)
+                    loops_cache.pop(id(statement), None)
+                    function_cache.pop(id(statement), None)
+        sem._loops_cache, sem._function_cache = loops_cache, function_cache
         had = {id(block) for block in previous._blocks}
         added = [block for block in blocks if id(block) not in had]
     else:
@@ -596,6 +609,12 @@ def merge_blocks(
     sem.names_key = names_key
     _record_value_kinds(sem, blocks)
     return sem
+
+
+def _carried(cache: dict[int, Any], parents: dict[ast.AST, ast.AST]) -> dict[int, Any]:
+    """A node cache for the next version; started afresh once it holds many more entries than
+    the file has nodes (answers about nodes outside the tree: each entry keeps its node)."""
+    return cache if len(cache) <= 2 * len(parents) + 1024 else {}
 
 
 # Statements (and the walrus) that bind a name in the scope they run in.
