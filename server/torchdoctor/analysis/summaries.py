@@ -110,6 +110,8 @@ class Summaries:
     by_function: dict[int, FunctionSummary]
     functions_by_name: dict[str, list[Function]]
     resolved: dict[int, Function]  # id of a call → the local function it runs
+    # the calls that run a local function, with it, in source order
+    local_calls: list[tuple[ast.Call, Function]] = field(default_factory=list)
 
     def of(self, function: Function | None) -> FunctionSummary | None:
         return None if function is None else self.by_function.get(id(function))
@@ -353,6 +355,7 @@ def _build(sem: Semantics) -> Summaries:
     key = sem.names_key
     by_function: dict[int, FunctionSummary] = {}
     resolved: dict[int, Function] = {}
+    local_calls: list[tuple[ast.Call, Function]] = []
     callers: dict[int, list[tuple[ast.Call, Function]]] = {}
     for block in sem.blocks:
         parts = block.summaries
@@ -371,9 +374,10 @@ def _build(sem: Semantics) -> Summaries:
                 continue
             target = candidates[0]
             resolved[id(call)] = target
+            local_calls.append((call, target))
             if owner is not None and target is not owner:
                 callers.setdefault(id(target), []).append((call, owner))
-    summaries = Summaries(sem, by_function, functions, resolved)
+    summaries = Summaries(sem, by_function, functions, resolved, local_calls)
     _mark_no_grad_decorators(sem, summaries)
     _propagate(sem, summaries, callers)
     return summaries
