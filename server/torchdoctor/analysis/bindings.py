@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from .dataflow import flow_of
-from .semantics import FUNCTION_NODES, Function, Semantics
+from .semantics import FUNCTION_NODES, BlockIndex, Function, Semantics
 from .training import function_scope
 
 
@@ -102,11 +102,16 @@ def module_functions(sem: Semantics) -> dict[str, Function]:
     found: dict[str, Function] | None = sem.derived.get("data:module_functions")
     if found is None:
         found = {}
-        for function in sem.functions:
-            if at_module_level(sem, function):
+        # whether a function is nested is a fact of its own block: kept on the block
+        for functions in sem.per_block("data:module-functions", _module_functions_in_block):
+            for function in functions:
                 found[function.name] = function
         sem.derived["data:module_functions"] = found
     return found
+
+
+def _module_functions_in_block(sem: Semantics, block: BlockIndex) -> list[Function]:
+    return [function for function in block.functions if at_module_level(sem, function)]
 
 
 def methods_of(cls: ast.ClassDef) -> dict[str, Function]:

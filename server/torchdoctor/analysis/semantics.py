@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, ValuesView
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TypeVar
@@ -84,8 +84,8 @@ class Semantics:
     imports: dict[str, str] = field(default_factory=dict)
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
     calls: list[ast.Call] = field(default_factory=list)
-    calls_by_attr: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
-    calls_by_qualname: dict[str, list[ast.Call]] = field(default_factory=lambda: defaultdict(list))
+    calls_by_attr: Mapping[str, list[ast.Call]] = field(default_factory=dict)
+    calls_by_qualname: Mapping[str, list[ast.Call]] = field(default_factory=dict)
     assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
     functions: list[Function] = field(default_factory=list)
@@ -157,18 +157,14 @@ class Semantics:
             _whole=self,
             _focus=blocks,
         )
-        calls_by_attr = view.calls_by_attr
-        calls_by_qualname = view.calls_by_qualname
         for block in blocks:
             view.calls.extend(block.calls)
             view.assigns.extend(block.assigns)
             view.loops.extend(block.loops)
             view.functions.extend(block.functions)
             view.classes.extend(block.classes)
-            for attr, attr_calls in block.calls_by_attr.items():
-                calls_by_attr[attr].extend(attr_calls)
-            for qualname, named_calls in self.qualnames_of(block).items():
-                calls_by_qualname[qualname].extend(named_calls)
+        view.calls_by_attr = GatheredCalls([block.calls_by_attr for block in blocks])
+        view.calls_by_qualname = GatheredCalls([self.qualnames_of(block) for block in blocks])
         return view
 
     def qualnames_of(self, block: BlockIndex) -> dict[str, list[ast.Call]]:
@@ -577,7 +573,7 @@ def merge_blocks(
         added = blocks
     for block in added:
         parents.update(block.parents)
-    calls, calls_by_attr, loops = sem.calls, sem.calls_by_attr, sem.loops
+    calls, loops = sem.calls, sem.loops
     functions, classes, assigns = sem.functions, sem.classes, sem.assigns
     bindings = sem.bindings_by_scope
     module_bindings = bindings[id(tree)]
@@ -586,8 +582,6 @@ def merge_blocks(
         for statement in block.statements:
             parents[statement] = tree
         calls.extend(block.calls)
-        for attr, attr_calls in block.calls_by_attr.items():
-            calls_by_attr[attr].extend(attr_calls)
         loops.extend(block.loops)
         functions.extend(block.functions)
         classes.extend(block.classes)
@@ -598,10 +592,8 @@ def merge_blocks(
     # Recorded last to first: when a name is imported twice, the first import is what it means.
     for import_node in reversed(imports):
         _record_import(sem, import_node)
-    by_qualname = sem.calls_by_qualname
-    for block in blocks:
-        for qualname, named_calls in sem.qualnames_of(block).items():
-            by_qualname[qualname].extend(named_calls)
+    sem.calls_by_attr = GatheredCalls([block.calls_by_attr for block in blocks])
+    sem.calls_by_qualname = GatheredCalls([sem.qualnames_of(block) for block in blocks])
     _find_module_classes(sem)
     names_key: object = (tuple(sem.imports.items()), tuple(sem.module_classes))
     if previous is not None and previous.names_key == names_key:
@@ -609,6 +601,61 @@ def merge_blocks(
     sem.names_key = names_key
     _record_value_kinds(sem, blocks)
     return sem
+
+
+class GatheredCalls(Mapping[str, list[ast.Call]]):
+    """Calls by a key (the attribute they call, the qualname they resolve to), gathered from
+    each block's own grouping when a key is first asked for: an edit asks for a few keys, and
+    merging every block's groups into one dict on every edit cost more than those lookups.
+    Iterating gathers every key once."""
+
+    __slots__ = ("_parts", "_gathered", "_every")
+
+    def __init__(self, parts: list[dict[str, list[ast.Call]]]) -> None:
+        self._parts = parts
+        self._gathered: dict[str, list[ast.Call]] = {}
+        self._every: dict[str, list[ast.Call]] | None = None
+
+    def _of(self, key: str) -> list[ast.Call]:
+        found = self._gathered.get(key)
+        if found is None:
+            found = self._gathered[key] = [
+                call for part in self._parts for call in part.get(key, ())
+            ]
+        return found
+
+    def __getitem__(self, key: str) -> list[ast.Call]:
+        found = self._of(key)
+        if not found:
+            raise KeyError(key)
+        return found
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._of(key) or default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and bool(self._of(key))
+
+    def _all(self) -> dict[str, list[ast.Call]]:
+        if self._every is None:
+            every: dict[str, list[ast.Call]] = {}
+            for part in self._parts:
+                for key, calls in part.items():
+                    every.setdefault(key, []).extend(calls)
+            self._every = every
+        return self._every
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def items(self) -> ItemsView[str, list[ast.Call]]:
+        return self._all().items()
+
+    def values(self) -> ValuesView[list[ast.Call]]:
+        return self._all().values()
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 def _carried(cache: dict[int, Any], parents: dict[ast.AST, ast.AST]) -> dict[int, Any]:
