@@ -8,6 +8,7 @@ hold optimizers, models, loaders and losses, which loops train.
 from __future__ import annotations
 
 import ast
+import heapq
 import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, ValuesView
@@ -592,8 +593,16 @@ def merge_blocks(
     # Recorded last to first: when a name is imported twice, the first import is what it means.
     for import_node in reversed(imports):
         _record_import(sem, import_node)
-    sem.calls_by_attr = GatheredCalls([block.calls_by_attr for block in blocks])
-    sem.calls_by_qualname = GatheredCalls([sem.qualnames_of(block) for block in blocks])
+    before_attr = before_qualname = None
+    if previous is not None:
+        if isinstance(previous.calls_by_attr, GatheredCalls):
+            before_attr = previous.calls_by_attr
+        if isinstance(previous.calls_by_qualname, GatheredCalls):
+            before_qualname = previous.calls_by_qualname
+    sem.calls_by_attr = GatheredCalls([block.calls_by_attr for block in blocks], before_attr)
+    sem.calls_by_qualname = GatheredCalls(
+        [sem.qualnames_of(block) for block in blocks], before_qualname
+    )
     _find_module_classes(sem)
     names_key: object = (tuple(sem.imports.items()), tuple(sem.module_classes))
     if previous is not None and previous.names_key == names_key:
@@ -604,58 +613,75 @@ def merge_blocks(
 
 
 class GatheredCalls(Mapping[str, list[ast.Call]]):
-    """Calls by a key (the attribute they call, the qualname they resolve to), gathered from
-    each block's own grouping when a key is first asked for: an edit asks for a few keys, and
-    merging every block's groups into one dict on every edit cost more than those lookups.
-    Iterating gathers every key once."""
+    """Calls by a key (the attribute they call, the qualname they resolve to) over the blocks'
+    own groupings, in source order. Made from the previous version's, only the keys of the
+    blocks an edit removed or added are gathered again: merging every block's groups into one
+    dict on every edit cost more than the rest of the merge."""
 
-    __slots__ = ("_parts", "_gathered", "_every")
+    __slots__ = ("_parts", "_every")
 
-    def __init__(self, parts: list[dict[str, list[ast.Call]]]) -> None:
+    def __init__(
+        self, parts: list[dict[str, list[ast.Call]]], previous: GatheredCalls | None = None
+    ) -> None:
         self._parts = parts
-        self._gathered: dict[str, list[ast.Call]] = {}
-        self._every: dict[str, list[ast.Call]] | None = None
+        if previous is None:
+            self._every = self._merged(parts)
+            return
+        had = {id(part) for part in previous._parts}
+        has = {id(part) for part in parts}
+        gone = [part for part in previous._parts if id(part) not in has]
+        added = [part for part in parts if id(part) not in had]
+        if len(gone) + len(added) > len(parts) // 4:
+            self._every = self._merged(parts)  # imports changed, or a large edit: all again
+            return
+        every = dict(previous._every)
+        gone_calls = {id(call) for part in gone for calls in part.values() for call in calls}
+        for key in {key for part in (*gone, *added) for key in part}:
+            # the kept calls keep their order (an edit moves whole blocks), the added ones go
+            # where their lines are
+            kept = [call for call in every.get(key, ()) if id(call) not in gone_calls]
+            new = [call for part in added for call in part.get(key, ())]
+            calls = kept
+            if new:
+                calls = list(heapq.merge(kept, sorted(new, key=position), key=position))
+            if calls:
+                every[key] = calls
+            else:
+                every.pop(key, None)
+        self._every = every
 
-    def _of(self, key: str) -> list[ast.Call]:
-        found = self._gathered.get(key)
-        if found is None:
-            found = self._gathered[key] = [
-                call for part in self._parts for call in part.get(key, ())
-            ]
-        return found
+    @staticmethod
+    def _merged(parts: list[dict[str, list[ast.Call]]]) -> dict[str, list[ast.Call]]:
+        every: dict[str, list[ast.Call]] = {}
+        for part in parts:
+            for key, calls in part.items():
+                found = every.get(key)
+                if found is None:
+                    every[key] = list(calls)
+                else:
+                    found.extend(calls)
+        return every
 
     def __getitem__(self, key: str) -> list[ast.Call]:
-        found = self._of(key)
-        if not found:
-            raise KeyError(key)
-        return found
+        return self._every[key]
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._of(key) or default
+        return self._every.get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and bool(self._of(key))
-
-    def _all(self) -> dict[str, list[ast.Call]]:
-        if self._every is None:
-            every: dict[str, list[ast.Call]] = {}
-            for part in self._parts:
-                for key, calls in part.items():
-                    every.setdefault(key, []).extend(calls)
-            self._every = every
-        return self._every
+        return key in self._every
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def items(self) -> ItemsView[str, list[ast.Call]]:
-        return self._all().items()
-
-    def values(self) -> ValuesView[list[ast.Call]]:
-        return self._all().values()
+        return iter(self._every)
 
     def __len__(self) -> int:
-        return len(self._all())
+        return len(self._every)
+
+    def items(self) -> ItemsView[str, list[ast.Call]]:
+        return self._every.items()
+
+    def values(self) -> ValuesView[list[ast.Call]]:
+        return self._every.values()
 
 
 def _carried(cache: dict[int, Any], parents: dict[ast.AST, ast.AST]) -> dict[int, Any]:
