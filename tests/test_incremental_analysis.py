@@ -193,3 +193,23 @@ def test_a_change_another_block_depends_on_analyses_the_file_again() -> None:
     _, after = analyser.analyse(edited, ALL)
     assert after == analyse(Document.parse(edited, PATH), ALL)
     assert "TD403" in {finding.code for finding in after} - {finding.code for finding in before}
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", ""]), max_size=12),
+    st.lists(st.sampled_from(["a", "b", ""]), max_size=12),
+)
+def test_the_unchanged_start_and_end_of_two_versions_are_found_exactly(
+    old: list[str], new: list[str]
+) -> None:
+    from torchdoctor.analysis.blocks import common_prefix, common_suffix
+
+    first = 0
+    while first < min(len(old), len(new)) and old[first] == new[first]:
+        first += 1
+    assert common_prefix(tuple(old), tuple(new)) == first
+    limit = min(len(old), len(new)) - first
+    same = 0
+    while same < limit and old[-1 - same] == new[-1 - same]:
+        same += 1
+    assert common_suffix(tuple(old), tuple(new), limit) == same

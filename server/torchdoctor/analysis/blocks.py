@@ -71,16 +71,11 @@ def rescan(previous: BlockScan, lines: tuple[str, ...]) -> BlockScan:
     """`scan(lines)`, reusing the scan of a previous version of the same file."""
     old = previous.lines
     count, old_count = len(lines), len(old)
-    first = 0
-    limit = min(count, old_count)
-    while first < limit and lines[first] == old[first]:
-        first += 1
+    first = common_prefix(old, lines)
     if first == count == old_count:
         return previous
     # lines [count - same, count) equal the old lines [old_count - same, old_count)
-    same = 0
-    while same < limit - first and lines[count - 1 - same] == old[old_count - 1 - same]:
-        same += 1
+    same = common_suffix(old, lines, min(count, old_count) - first)
     delta = count - old_count
     states = list(previous.states[: first + 1])
     starts = [start for start in previous.starts if start < first]
@@ -98,6 +93,32 @@ def rescan(previous: BlockScan, lines: tuple[str, ...]) -> BlockScan:
         states.append(state)
         number += 1
     return BlockScan(lines, tuple(states), _with_first_line(starts))
+
+
+def common_prefix(old: tuple[str, ...], new: tuple[str, ...]) -> int:
+    """How many lines the two versions share at the start. A binary search over slice
+    comparisons, which run in C: an edit changes a line or two of thousands."""
+    low, high = 0, min(len(old), len(new))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if old[low:middle] == new[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def common_suffix(old: tuple[str, ...], new: tuple[str, ...], limit: int) -> int:
+    """How many lines (at most `limit`) the two versions share at the end."""
+    low, high = 0, limit
+    old_count, count = len(old), len(new)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if old[old_count - middle : old_count - low] == new[count - middle : count - low]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _with_first_line(starts: list[int]) -> tuple[int, ...]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .blocks import BlockScan, rescan, scan
+from .blocks import BlockScan, common_prefix, common_suffix, rescan, scan
 from .config import Config
 from .document import Document, SyntaxProblem, _parse_block, _try_parse
 from .engine import analyse
@@ -169,13 +169,8 @@ class _UnchangedEnds:
     def __init__(
         self, old: tuple[str, ...], new: tuple[str, ...], blocks: list[ParsedBlock]
     ) -> None:
-        limit = min(len(old), len(new))
-        first = 0
-        while first < limit and new[first] == old[first]:
-            first += 1
-        same = 0
-        while same < limit - first and new[-1 - same] == old[-1 - same]:
-            same += 1
+        first = common_prefix(old, new)
+        same = common_suffix(old, new, min(len(old), len(new)) - first)
         self.first = first  # lines [0, first) are the old ones
         self.tail = len(new) - same  # lines [tail, len(new)) are the old ones, moved by delta
         self.delta = len(new) - len(old)

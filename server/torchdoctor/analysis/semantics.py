@@ -8,7 +8,7 @@ hold optimizers, models, loaders and losses, which loops train.
 from __future__ import annotations
 
 import ast
-import heapq
+import bisect
 import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, ValuesView
@@ -637,13 +637,14 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
         every = dict(previous._every)
         gone_calls = {id(call) for part in gone for calls in part.values() for call in calls}
         for key in {key for part in (*gone, *added) for key in part}:
-            # the kept calls keep their order (an edit moves whole blocks), the added ones go
-            # where their lines are
-            kept = [call for call in every.get(key, ()) if id(call) not in gone_calls]
-            new = [call for part in added for call in part.get(key, ())]
-            calls = kept
-            if new:
-                calls = list(heapq.merge(kept, sorted(new, key=position), key=position))
+            # the kept calls keep their order (an edit moves whole blocks); an added block's
+            # calls, all on its own lines, go in where those lines are
+            calls = [call for call in every.get(key, ()) if id(call) not in gone_calls]
+            for part in added:
+                block_calls = part.get(key)
+                if block_calls:
+                    at = bisect.bisect_left(calls, position(block_calls[0]), key=position)
+                    calls[at:at] = block_calls
             if calls:
                 every[key] = calls
             else:
