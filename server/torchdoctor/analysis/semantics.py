@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, ValuesView
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import chain
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -84,13 +85,17 @@ class Semantics:
     tree: ast.Module
     imports: dict[str, str] = field(default_factory=dict)
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
-    calls: list[ast.Call] = field(default_factory=list)
     calls_by_attr: Mapping[str, list[ast.Call]] = field(default_factory=dict)
     calls_by_qualname: Mapping[str, list[ast.Call]] = field(default_factory=dict)
-    assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = field(default_factory=list)
-    loops: list[Loop] = field(default_factory=list)
     functions: list[Function] = field(default_factory=list)
-    classes: list[ast.ClassDef] = field(default_factory=list)
+    # the calls, assignments, loops and classes of the blocks it lists, in source order: made
+    # when first asked for (an edit's analysis asks for none of the whole file's)
+    _calls: list[ast.Call] | None = field(default=None, repr=False)
+    _assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign] | None = field(
+        default=None, repr=False
+    )
+    _loops: list[Loop] | None = field(default=None, repr=False)
+    _classes: list[ast.ClassDef] | None = field(default=None, repr=False)
     module_classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     kinds: dict[str, ValueKind] = field(default_factory=dict)
     # the statements binding names in each function body (and the module), by id of the scope
@@ -113,6 +118,33 @@ class Semantics:
     derived: dict[str, Any] = field(default_factory=dict)
     # the semantics of the whole file when this one is focused on some of its blocks
     _whole: Semantics | None = field(default=None, repr=False)
+
+    def _listed_blocks(self) -> list[BlockIndex]:
+        return self._focus if self._focus is not None else self._blocks
+
+    @property
+    def calls(self) -> list[ast.Call]:
+        if self._calls is None:
+            self._calls = list(chain.from_iterable(b.calls for b in self._listed_blocks()))
+        return self._calls
+
+    @property
+    def assigns(self) -> list[ast.Assign | ast.AnnAssign | ast.AugAssign]:
+        if self._assigns is None:
+            self._assigns = list(chain.from_iterable(b.assigns for b in self._listed_blocks()))
+        return self._assigns
+
+    @property
+    def loops(self) -> list[Loop]:
+        if self._loops is None:
+            self._loops = list(chain.from_iterable(b.loops for b in self._listed_blocks()))
+        return self._loops
+
+    @property
+    def classes(self) -> list[ast.ClassDef]:
+        if self._classes is None:
+            self._classes = list(chain.from_iterable(b.classes for b in self._listed_blocks()))
+        return self._classes
 
     @property
     def blocks(self) -> list[BlockIndex]:
@@ -159,11 +191,7 @@ class Semantics:
             _focus=blocks,
         )
         for block in blocks:
-            view.calls.extend(block.calls)
-            view.assigns.extend(block.assigns)
-            view.loops.extend(block.loops)
             view.functions.extend(block.functions)
-            view.classes.extend(block.classes)
         view.calls_by_attr = GatheredCalls([block.calls_by_attr for block in blocks])
         view.calls_by_qualname = GatheredCalls([self.qualnames_of(block) for block in blocks])
         return view
@@ -574,19 +602,14 @@ def merge_blocks(
         added = blocks
     for block in added:
         parents.update(block.parents)
-    calls, loops = sem.calls, sem.loops
-    functions, classes, assigns = sem.functions, sem.classes, sem.assigns
+    functions = sem.functions
     bindings = sem.bindings_by_scope
     module_bindings = bindings[id(tree)]
     imports: list[ast.Import | ast.ImportFrom] = []
     for block in blocks:
         for statement in block.statements:
             parents[statement] = tree
-        calls.extend(block.calls)
-        loops.extend(block.loops)
         functions.extend(block.functions)
-        classes.extend(block.classes)
-        assigns.extend(block.assigns)
         module_bindings.extend(block.module_bindings)
         bindings.update(block.scope_bindings)
         imports.extend(block.imports)
