@@ -813,19 +813,24 @@ def _record_import(sem: Semantics, node: ast.Import | ast.ImportFrom) -> None:
 
 def _find_module_classes(sem: Semantics) -> None:
     """nn.Module subclasses, including subclasses of this file's own subclasses."""
+    # each base resolved once: (a torch module base, the local name it may be)
+    classes = []
+    for cls in sem.classes:
+        bases = []
+        for base in cls.bases:
+            qualname = sem.qualname(base)
+            bases.append((qualname is not None and _is_module_base(qualname), sem.dotted(base)))
+        classes.append((cls, bases))
+    module_classes = sem.module_classes
     changed = True
     while changed:
         changed = False
-        for cls in sem.classes:
-            if cls.name in sem.module_classes:
+        for cls, bases in classes:
+            if cls.name in module_classes:
                 continue
-            for base in cls.bases:
-                qualname = sem.qualname(base)
-                dotted = sem.dotted(base)
-                if (qualname is not None and _is_module_base(qualname)) or (
-                    dotted is not None and dotted in sem.module_classes
-                ):
-                    sem.module_classes[cls.name] = cls
+            for from_torch, dotted in bases:
+                if from_torch or (dotted is not None and dotted in module_classes):
+                    module_classes[cls.name] = cls
                     changed = True
                     break
 
