@@ -658,11 +658,16 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
             self._every = self._merged(parts)  # imports changed, or a large edit: all again
             return
         every = dict(previous._every)
-        gone_calls = {id(call) for part in gone for calls in part.values() for call in calls}
         for key in {key for part in (*gone, *added) for key in part}:
-            # the kept calls keep their order (an edit moves whole blocks); an added block's
-            # calls, all on its own lines, go in where those lines are
-            calls = [call for call in every.get(key, ()) if id(call) not in gone_calls]
+            # each block's calls are one run of the list: a removed block's run is cut out
+            # where its first call is; the kept calls keep their order (an edit moves whole
+            # blocks), and an added block's run goes in where its lines are
+            calls = list(every.get(key, ()))
+            for part in gone:
+                block_calls = part.get(key)
+                if block_calls:
+                    at = calls.index(block_calls[0])
+                    del calls[at : at + len(block_calls)]
             for part in added:
                 block_calls = part.get(key)
                 if block_calls:
