@@ -112,6 +112,18 @@ class Summaries:
     resolved: dict[int, Function]  # id of a call → the local function it runs
     # the calls that run a local function, with it, in source order
     local_calls: list[tuple[ast.Call, Function]] = field(default_factory=list)
+    # the functions whose summary this version changed: copied from their block's first
+    _written: set[int] = field(default_factory=set)
+
+    def writable(self, function: Function) -> FunctionSummary:
+        """The function's summary, to change: the block's own is shared by every version that
+        keeps the block, so it is copied the first time."""
+        key = id(function)
+        summary = self.by_function[key]
+        if key not in self._written:
+            summary = self.by_function[key] = summary.copy()
+            self._written.add(key)
+        return summary
 
     def of(self, function: Function | None) -> FunctionSummary | None:
         return None if function is None else self.by_function.get(id(function))
@@ -366,7 +378,7 @@ def _build(sem: Semantics) -> Summaries:
         ):
             parts = block.summaries = _block_summaries(sem, block, key)
         for own in parts.own:
-            by_function[id(own.function)] = own.copy()
+            by_function[id(own.function)] = own  # copied when it changes (Summaries.writable)
         # only calls that may run a local function are resolved: a name lookup first
         for call, is_method, name, owner in parts.named_calls:
             candidates = (methods if is_method else plain).get(name)
@@ -539,7 +551,7 @@ def _mark_no_grad_decorators(sem: Semantics, summaries: Summaries) -> None:
                 continue
             parameters = _positional_parameters(sem, outer)
             if parameters and any(_calls_or_names(node, parameters[0]) for node in body):
-                summaries.by_function[id(outer)].wraps_in_no_grad = True
+                summaries.writable(outer).wraps_in_no_grad = True
                 break
     decorators = {
         f.name
@@ -553,7 +565,7 @@ def _mark_no_grad_decorators(sem: Semantics, summaries: Summaries) -> None:
         for decorator in function.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             if isinstance(target, ast.Name) and target.id in decorators:
-                summaries.by_function[id(function)].runs_without_grad = True
+                summaries.writable(function).runs_without_grad = True
 
 
 def _calls_or_names(node: ast.AST, name: str) -> bool:
@@ -581,11 +593,13 @@ def _propagate(
     while pending:
         callee = pending.pop()
         source = summaries.by_function[id(callee)]
+        if not any(source.spread_facts()):
+            continue  # nothing to hand on
         callee_parameters = (
             _positional_parameters(sem, callee) if source.backward_parameters else []
         )
         for call, caller in callers.get(id(callee), ()):
-            summary = summaries.by_function[id(caller)]
+            summary = summaries.writable(caller)
             before = summary.spread_facts()
             summary.calls_backward |= source.calls_backward
             summary.steps_optimizer |= source.steps_optimizer
