@@ -103,7 +103,7 @@ class Semantics:
     # by id of the node, with the node (an entry answers only for the node it was made for):
     # kept from version to version for the blocks an edit left alone (merge_blocks)
     _loops_cache: dict[int, tuple[ast.AST, list[Loop]]] = field(default_factory=dict)
-    _dotted_cache: dict[int, str | None] = field(default_factory=dict)
+    _dotted_cache: dict[int, tuple[ast.AST, str | None]] = field(default_factory=dict)
     _function_cache: dict[int, tuple[ast.AST, Function | None]] = field(default_factory=dict)
     _kind_cache: dict[str, ValueKind | None] = field(default_factory=dict)
     _qualname_cache: dict[str, str | None] = field(default_factory=dict)
@@ -220,9 +220,11 @@ class Semantics:
         # memoised: rules ask for the same attribute chains many times
         key = id(node)
         cache = self._dotted_cache
-        if key in cache:
-            return cache[key]
-        found = cache[key] = dotted_name(node)
+        known = cache.get(key)
+        if known is not None and known[0] is node:
+            return known[1]
+        found = dotted_name(node)
+        cache[key] = (node, found)
         return found
 
     def qualname(self, node: ast.AST) -> str | None:
@@ -578,11 +580,11 @@ def merge_blocks(
         # semantics): dropped, the whole version is freed by reference counting instead of
         # waiting, with hundreds of thousands of objects, for the cyclic collector
         previous.derived.clear()
-        # a node's enclosing loops and function lie in its own top-level block: the answers
-        # for the blocks an edit left alone stay true
-        loops_cache, function_cache = _carried(previous._loops_cache, parents), _carried(
-            previous._function_cache, parents
-        )
+        # a node's enclosing loops and function lie in its own top-level block, and its dotted
+        # name in its own subtree: the answers for the blocks an edit left alone stay true
+        loops_cache = _carried(previous._loops_cache, parents)
+        function_cache = _carried(previous._function_cache, parents)
+        dotted_cache = _carried(previous._dotted_cache, parents)
         kept = {id(block) for block in blocks}
         for gone in previous._blocks:
             if id(gone) not in kept:
@@ -590,11 +592,13 @@ def merge_blocks(
                     parents.pop(node, None)
                     loops_cache.pop(id(node), None)
                     function_cache.pop(id(node), None)
+                    dotted_cache.pop(id(node), None)
                 for statement in gone.statements:
                     parents.pop(statement, None)
                     loops_cache.pop(id(statement), None)
                     function_cache.pop(id(statement), None)
         sem._loops_cache, sem._function_cache = loops_cache, function_cache
+        sem._dotted_cache = dotted_cache
         had = {id(block) for block in previous._blocks}
         added = [block for block in blocks if id(block) not in had]
     else:
@@ -616,6 +620,8 @@ def merge_blocks(
     # Recorded last to first: when a name is imported twice, the first import is what it means.
     for import_node in reversed(imports):
         _record_import(sem, import_node)
+    if previous is not None and previous.imports == sem.imports:
+        sem._qualname_cache = previous._qualname_cache  # a name means what it meant
     before_attr = before_qualname = None
     if previous is not None:
         if isinstance(previous.calls_by_attr, GatheredCalls):
