@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from torchdoctor.analysis import Config, Document, analyse
 from torchdoctor.analysis.incremental import IncrementalAnalyser
 from torchdoctor.analysis.scoped import FILE_RULES
+from torchdoctor.analysis.semantics import position
 
 from bench.corpus import make_dense_file, make_file
 from bench.fuzz import TOKENS
@@ -213,3 +214,46 @@ def test_the_unchanged_start_and_end_of_two_versions_are_found_exactly(
     while same < limit and old[-1 - same] == new[-1 - same]:
         same += 1
     assert common_suffix(tuple(old), tuple(new), limit) == same
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(["type", "insert", "delete"])),
+                min_size=1, max_size=6))
+def test_what_is_carried_between_versions_equals_a_fresh_parse(
+    edits: list[tuple[int, str]],
+) -> None:
+    """The calls by attribute and by qualname, the enclosing loops and functions and the dotted
+    names are carried from version to version for the blocks an edit left alone
+    (semantics.merge_blocks): after any edits they are what a fresh parse finds."""
+    lines = make_dense_file(200, seed=7).split("\n")
+    analyser = IncrementalAnalyser("carried.py")
+    analyser.analyse("\n".join(lines))
+    for where, kind in edits:
+        line = where % len(lines)
+        if kind == "type":
+            lines[line] = lines[line] + "x"
+        elif kind == "insert":
+            lines.insert(line, "model = model.to(device)")
+        elif len(lines) > 1:
+            del lines[line]
+        text = "\n".join(lines)
+        document, _ = analyser.analyse(text)
+        carried, fresh = document.semantics, Document.parse(text, "carried.py").semantics
+
+        def located(calls: list[ast.Call]) -> list[tuple[int, int, int | None, int | None]]:
+            return [(c.lineno, c.col_offset, c.end_lineno, c.end_col_offset) for c in calls]
+
+        for groups in ("calls_by_attr", "calls_by_qualname"):
+            assert {k: located(v) for k, v in getattr(carried, groups).items()} == {
+                k: located(v) for k, v in getattr(fresh, groups).items()
+            }
+        for mine, theirs in zip(carried.calls, fresh.calls, strict=True):
+            assert carried.dotted(mine.func) == fresh.dotted(theirs.func)
+            assert [position(loop) for loop in carried.enclosing_loops(mine)] == [
+                position(loop) for loop in fresh.enclosing_loops(theirs)
+            ]
+            mine_function = carried.enclosing_function(mine)
+            theirs_function = fresh.enclosing_function(theirs)
+            assert (mine_function and mine_function.name) == (
+                theirs_function and theirs_function.name
+            )

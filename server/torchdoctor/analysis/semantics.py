@@ -660,8 +660,14 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
         has = {id(part) for part in parts}
         gone = [part for part in previous._parts if id(part) not in has]
         added = [part for part in parts if id(part) not in had]
-        if len(gone) + len(added) > len(parts) // 4:
-            self._every = self._merged(parts)  # imports changed, or a large edit: all again
+        # the kept blocks in the order they had: a block reused for another with the same text
+        # (two identical lines swapped) can change it, and then the runs cannot be patched
+        in_order = [id(part) for part in previous._parts if id(part) in has] == [
+            id(part) for part in parts if id(part) in had
+        ]
+        if not in_order or len(gone) + len(added) > len(parts) // 4:
+            # imports changed, a large edit, or kept blocks reordered: all again
+            self._every = self._merged(parts)
             return
         every = dict(previous._every)
         for key in {key for part in (*gone, *added) for key in part}:
