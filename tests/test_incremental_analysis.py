@@ -222,8 +222,8 @@ def test_the_unchanged_start_and_end_of_two_versions_are_found_exactly(
 def test_what_is_carried_between_versions_equals_a_fresh_parse(
     edits: list[tuple[int, str]],
 ) -> None:
-    """The calls by attribute and by qualname, the enclosing loops and functions and the dotted
-    names are carried from version to version for the blocks an edit left alone
+    """The calls by attribute, by name and by qualname, the enclosing loops and functions and
+    the dotted names are carried from version to version for the blocks an edit left alone
     (semantics.merge_blocks): after any edits they are what a fresh parse finds."""
     lines = make_dense_file(200, seed=7).split("\n")
     analyser = IncrementalAnalyser("carried.py")
@@ -243,7 +243,7 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
         def located(calls: list[ast.Call]) -> list[tuple[int, int, int | None, int | None]]:
             return [(c.lineno, c.col_offset, c.end_lineno, c.end_col_offset) for c in calls]
 
-        for groups in ("calls_by_attr", "calls_by_qualname"):
+        for groups in ("calls_by_attr", "calls_by_name", "calls_by_qualname"):
             assert {k: located(v) for k, v in getattr(carried, groups).items()} == {
                 k: located(v) for k, v in getattr(fresh, groups).items()
             }

@@ -67,15 +67,23 @@ def scan(lines: tuple[str, ...] | list[str]) -> BlockScan:
     return BlockScan(lines, tuple(states), _with_first_line(starts))
 
 
-def rescan(previous: BlockScan, lines: tuple[str, ...]) -> BlockScan:
-    """`scan(lines)`, reusing the scan of a previous version of the same file."""
+def unchanged_ends(old: tuple[str, ...], new: tuple[str, ...]) -> tuple[int, int]:
+    """How many lines two versions share at the start, and then at the end."""
+    first = common_prefix(old, new)
+    return first, common_suffix(old, new, min(len(old), len(new)) - first)
+
+
+def rescan(
+    previous: BlockScan, lines: tuple[str, ...], ends: tuple[int, int] | None = None
+) -> BlockScan:
+    """`scan(lines)`, reusing the scan of a previous version of the same file (`ends`: its
+    `unchanged_ends`, when the caller has them already)."""
     old = previous.lines
     count, old_count = len(lines), len(old)
-    first = common_prefix(old, lines)
+    # lines [count - same, count) equal the old lines [old_count - same, old_count)
+    first, same = ends if ends is not None else unchanged_ends(old, lines)
     if first == count == old_count:
         return previous
-    # lines [count - same, count) equal the old lines [old_count - same, old_count)
-    same = common_suffix(old, lines, min(count, old_count) - first)
     delta = count - old_count
     states = list(previous.states[: first + 1])
     starts = [start for start in previous.starts if start < first]

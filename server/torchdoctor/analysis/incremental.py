@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .blocks import BlockScan, common_prefix, common_suffix, rescan, scan
+from .blocks import BlockScan, rescan, scan, unchanged_ends
 from .config import Config
 from .document import Document, SyntaxProblem, _parse_block, _try_parse
 from .engine import analyse
@@ -139,11 +139,12 @@ class IncrementalAnalyser:
         if text == previous.document.text and path == previous.document.path:
             return previous
         lines = index.lines
-        block_scan = rescan(previous.scan, lines)
+        ends = unchanged_ends(previous.scan.lines, lines)
+        block_scan = rescan(previous.scan, lines, ends)
         available: dict[str, list[ParsedBlock]] = {}
         for block in previous.blocks:
             available.setdefault(block.text, []).append(block)
-        unchanged = _UnchangedEnds(previous.scan.lines, lines, previous.blocks)
+        unchanged = _UnchangedEnds(ends, len(previous.scan.lines), len(lines), previous.blocks)
         blocks: list[ParsedBlock] = []
         for start, end in block_scan.blocks():
             same = unchanged.block(start, end)
@@ -167,13 +168,12 @@ class _UnchangedEnds:
     wholly in them is the old block of those lines, found without joining its text."""
 
     def __init__(
-        self, old: tuple[str, ...], new: tuple[str, ...], blocks: list[ParsedBlock]
+        self, ends: tuple[int, int], old_count: int, count: int, blocks: list[ParsedBlock]
     ) -> None:
-        first = common_prefix(old, new)
-        same = common_suffix(old, new, min(len(old), len(new)) - first)
+        first, same = ends
         self.first = first  # lines [0, first) are the old ones
-        self.tail = len(new) - same  # lines [tail, len(new)) are the old ones, moved by delta
-        self.delta = len(new) - len(old)
+        self.tail = count - same  # lines [tail, count) are the old ones, moved by delta
+        self.delta = count - old_count
         self.by_range = {(block.start, block.end): block for block in blocks}
 
     def block(self, start: int, end: int) -> ParsedBlock | None:
@@ -185,8 +185,9 @@ class _UnchangedEnds:
 
 
 def _take(available: dict[str, list[ParsedBlock]], block: ParsedBlock, start: int) -> bool:
-    """Reuse `block` at `start` unless a block before took it, or it is broken and moved (see
-    _reuse_or_parse)."""
+    """Reuse `block` at `start` unless a block before took it, or it is broken and would move:
+    a syntax error's message may name a line ("after 'for' statement on line 9"), so a broken
+    block is parsed again where it now stands."""
     candidates = available.get(block.text)
     if not candidates or block not in candidates:
         return False
@@ -205,11 +206,7 @@ def _reuse_or_parse(
     if candidates:
         # the same block at the same place first: nothing to move
         chosen = next((block for block in candidates if block.start == start), candidates[0])
-        # a syntax error's message may name a line ("after 'for' statement on line 9"):
-        # a broken block is parsed again where it now stands
-        if chosen.start == start or not chosen.problems:
-            candidates.remove(chosen)
-            chosen.move_to(start)
+        if _take(available, chosen, start):
             return chosen
     return _parse_new_block(lines, start, end, text)
 

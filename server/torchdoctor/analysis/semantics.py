@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, ValuesView
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from itertools import chain
 from typing import Any, TypeVar
 
@@ -87,15 +88,9 @@ class Semantics:
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
     calls_by_attr: Mapping[str, list[ast.Call]] = field(default_factory=dict)
     calls_by_qualname: Mapping[str, list[ast.Call]] = field(default_factory=dict)
+    # the calls `name(...)` by the name they call
+    calls_by_name: Mapping[str, list[ast.Call]] = field(default_factory=dict)
     functions: list[Function] = field(default_factory=list)
-    # the calls, assignments, loops and classes of the blocks it lists, in source order: made
-    # when first asked for (an edit's analysis asks for none of the whole file's)
-    _calls: list[ast.Call] | None = field(default=None, repr=False)
-    _assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign] | None = field(
-        default=None, repr=False
-    )
-    _loops: list[Loop] | None = field(default=None, repr=False)
-    _classes: list[ast.ClassDef] | None = field(default=None, repr=False)
     module_classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     kinds: dict[str, ValueKind] = field(default_factory=dict)
     # the statements binding names in each function body (and the module), by id of the scope
@@ -119,32 +114,26 @@ class Semantics:
     # the semantics of the whole file when this one is focused on some of its blocks
     _whole: Semantics | None = field(default=None, repr=False)
 
+    # The calls, assignments, loops and classes of the blocks it lists, in source order: made
+    # when first asked for (an edit's analysis asks for none of the whole file's).
+    @cached_property
+    def calls(self) -> list[ast.Call]:
+        return list(chain.from_iterable(block.calls for block in self._listed_blocks()))
+
+    @cached_property
+    def assigns(self) -> list[ast.Assign | ast.AnnAssign | ast.AugAssign]:
+        return list(chain.from_iterable(block.assigns for block in self._listed_blocks()))
+
+    @cached_property
+    def loops(self) -> list[Loop]:
+        return list(chain.from_iterable(block.loops for block in self._listed_blocks()))
+
+    @cached_property
+    def classes(self) -> list[ast.ClassDef]:
+        return list(chain.from_iterable(block.classes for block in self._listed_blocks()))
+
     def _listed_blocks(self) -> list[BlockIndex]:
         return self._focus if self._focus is not None else self._blocks
-
-    @property
-    def calls(self) -> list[ast.Call]:
-        if self._calls is None:
-            self._calls = list(chain.from_iterable(b.calls for b in self._listed_blocks()))
-        return self._calls
-
-    @property
-    def assigns(self) -> list[ast.Assign | ast.AnnAssign | ast.AugAssign]:
-        if self._assigns is None:
-            self._assigns = list(chain.from_iterable(b.assigns for b in self._listed_blocks()))
-        return self._assigns
-
-    @property
-    def loops(self) -> list[Loop]:
-        if self._loops is None:
-            self._loops = list(chain.from_iterable(b.loops for b in self._listed_blocks()))
-        return self._loops
-
-    @property
-    def classes(self) -> list[ast.ClassDef]:
-        if self._classes is None:
-            self._classes = list(chain.from_iterable(b.classes for b in self._listed_blocks()))
-        return self._classes
 
     @property
     def blocks(self) -> list[BlockIndex]:
@@ -193,6 +182,7 @@ class Semantics:
         for block in blocks:
             view.functions.extend(block.functions)
         view.calls_by_attr = GatheredCalls([block.calls_by_attr for block in blocks])
+        view.calls_by_name = GatheredCalls([block.calls_by_name for block in blocks])
         view.calls_by_qualname = GatheredCalls([self.qualnames_of(block) for block in blocks])
         return view
 
@@ -443,6 +433,7 @@ class BlockIndex:
     parents: dict[ast.AST, ast.AST]
     calls: list[ast.Call]
     calls_by_attr: dict[str, list[ast.Call]]
+    calls_by_name: dict[str, list[ast.Call]]
     assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign]
     loops: list[Loop]
     functions: list[Function]
@@ -474,6 +465,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     parents: dict[ast.AST, ast.AST] = {}
     calls: list[ast.Call] = []
     calls_by_attr: dict[str, list[ast.Call]] = defaultdict(list)
+    calls_by_name: dict[str, list[ast.Call]] = defaultdict(list)
     assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = []
     loops: list[Loop] = []
     functions: list[Function] = []
@@ -499,6 +491,8 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             func = node.func  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             if type(func) is ast.Attribute:
                 calls_by_attr[func.attr].append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+            elif type(func) is ast.Name:
+                calls_by_name[func.id].append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
         elif kind in _BINDING_STATEMENTS:
             if scope is not None:
                 bindings[id(scope)].append(node)
@@ -543,14 +537,15 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     # The walk visits a function's body before its decorators; source order is what rules expect.
     for collection in (calls, loops, functions, classes, assigns):
         collection.sort(key=_start)
-    for attr_calls in calls_by_attr.values():
-        attr_calls.sort(key=_start)
+    for grouped in (*calls_by_attr.values(), *calls_by_name.values()):
+        grouped.sort(key=_start)
     module_bindings = bindings.pop(id(_MODULE_SCOPE), [])
     return BlockIndex(
         statements,
         parents,
         calls,
         dict(calls_by_attr),
+        dict(calls_by_name),
         assigns,
         loops,
         functions,
@@ -622,15 +617,14 @@ def merge_blocks(
         _record_import(sem, import_node)
     if previous is not None and previous.imports == sem.imports:
         sem._qualname_cache = previous._qualname_cache  # a name means what it meant
-    before_attr = before_qualname = None
-    if previous is not None:
-        if isinstance(previous.calls_by_attr, GatheredCalls):
-            before_attr = previous.calls_by_attr
-        if isinstance(previous.calls_by_qualname, GatheredCalls):
-            before_qualname = previous.calls_by_qualname
-    sem.calls_by_attr = GatheredCalls([block.calls_by_attr for block in blocks], before_attr)
+    sem.calls_by_attr = GatheredCalls(
+        [block.calls_by_attr for block in blocks], _gathered(previous, "calls_by_attr")
+    )
+    sem.calls_by_name = GatheredCalls(
+        [block.calls_by_name for block in blocks], _gathered(previous, "calls_by_name")
+    )
     sem.calls_by_qualname = GatheredCalls(
-        [sem.qualnames_of(block) for block in blocks], before_qualname
+        [sem.qualnames_of(block) for block in blocks], _gathered(previous, "calls_by_qualname")
     )
     _find_module_classes(sem)
     names_key: object = (tuple(sem.imports.items()), tuple(sem.module_classes))
@@ -723,6 +717,11 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
 
     def values(self) -> ValuesView[list[ast.Call]]:
         return self._every.values()
+
+
+def _gathered(previous: Semantics | None, groups: str) -> GatheredCalls | None:
+    found = getattr(previous, groups, None)
+    return found if isinstance(found, GatheredCalls) else None
 
 
 def _carried(cache: dict[int, Any], parents: dict[ast.AST, ast.AST]) -> dict[int, Any]:

@@ -10,15 +10,7 @@ from ...context import RuleContext
 from ...dataflow import flow_of, names_with_history
 from ...findings import Edit
 from ...function_body import own_nodes
-from ...semantics import (
-    FUNCTION_NODES,
-    BlockIndex,
-    Function,
-    Loop,
-    Semantics,
-    ValueKind,
-    position,
-)
+from ...semantics import FUNCTION_NODES, Function, Loop, Semantics, ValueKind, position
 from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
 from ...training import training_of
 
@@ -68,7 +60,6 @@ class EvaluationFacts:
     mode_functions: set[int]  # functions that call .train()/.eval(), directly or through helpers
     # per function (id, 0 for the module): (position, id of innermost loop or 0) of each step
     steps_by_function: dict[int, list[tuple[tuple[int, int], int]]] = field(default_factory=dict)
-    calls_by_name: CallsByName | None = None
     # per function (id, 0 for the module): its training nodes, in source order
     nodes_by_function: dict[int, list[ast.AST]] = field(default_factory=dict)
     nodes_by_loop: dict[int, list[ast.AST]] = field(default_factory=dict)  # every loop around
@@ -189,7 +180,6 @@ def _file_facts(sem: Semantics) -> EvaluationFacts:
         {id(call): called for call, called in calls_to_local},
         calls_to_local,
         mode_functions,
-        calls_by_name=CallsByName(sem),
     )
     for step in facts.training_nodes:
         owner = sem.enclosing_function(step)
@@ -377,35 +367,7 @@ def _called_in_training_step(
 def call_sites(ctx: RuleContext, facts: EvaluationFacts, function: Function) -> list[ast.Call]:
     if isinstance(ctx.sem.parent(function), ast.ClassDef):
         return _method_call_sites(ctx.sem, facts).get(id(function), [])
-    assert facts.calls_by_name is not None
-    return facts.calls_by_name.get(function.name)
-
-
-class CallsByName:
-    """The calls `name(...)` of the whole file, for the few names asked about: each block's
-    calls by name are kept on the block (Semantics.per_block), and a name's list is gathered
-    from them when first asked for, instead of sorting every call of the file by name on
-    every edit."""
-
-    def __init__(self, sem: Semantics) -> None:
-        self._blocks = sem.whole.per_block("evaluation:calls-by-name", _calls_by_name_in_block)
-        self._found: dict[str, list[ast.Call]] = {}
-
-    def get(self, name: str) -> list[ast.Call]:
-        found = self._found.get(name)
-        if found is None:
-            found = self._found[name] = [
-                call for block in self._blocks for call in block.get(name, ())
-            ]
-        return found
-
-
-def _calls_by_name_in_block(_sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
-    found: dict[str, list[ast.Call]] = {}
-    for call in block.calls:
-        if isinstance(call.func, ast.Name):
-            found.setdefault(call.func.id, []).append(call)
-    return found
+    return ctx.sem.whole.calls_by_name.get(function.name, [])
 
 
 def _method_call_sites(sem: Semantics, facts: EvaluationFacts) -> dict[int, list[ast.Call]]:
