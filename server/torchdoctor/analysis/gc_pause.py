@@ -9,7 +9,7 @@ reference counting alone. Collections resume as soon as the work is done.
 Once the work is done, what it built is frozen (`gc.freeze()`): a language server keeps the
 last version's tree and indexes while the next keystroke's work allocates, and every tenth
 young collection would otherwise scan the tens of thousands of objects the last keystrokes
-built (20 ms on a 3,000-line file, every few keystrokes), only to find them alive. Frozen
+built (about 20 ms on a 3,000-line file, one keystroke in ten), only to find them alive. Frozen
 objects are still freed by reference counting as usual, and the analysis leaves few cycles
 (a version's derived facts are dropped with it, see semantics.merge_blocks; what remains is
 mostly the recursive closure each `ast.dump` call makes). So that those are not kept for good,

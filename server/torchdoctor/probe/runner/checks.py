@@ -336,7 +336,6 @@ def report_nonfinite_outputs(mode: Any, output: Any, collector: FindingCollector
     now: one device sync. Walking back from the outputs through the ops that produced non-finite
     values finds the origin; an -inf attention mask that softmax absorbs is not reported.
     """
-
     if not mode.sums:
         return
     values = read_scalars(mode.sums)
