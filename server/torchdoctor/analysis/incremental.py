@@ -44,7 +44,6 @@ class ParsedBlock:
     # what the analysis of the file found in it, and what it tells the rest of the file
     kept: BlockFindings | None = field(default=None, repr=False)
     interface: object = field(default=None, repr=False)
-    identifiers: frozenset[str] | None = field(default=None, repr=False)
     # cut from a whole parse of the file rather than parsed alone: the same statements unless
     # the block ends in a way only the next line completes (a backslash before a blank line)
     alone: bool = True

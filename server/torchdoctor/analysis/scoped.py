@@ -30,7 +30,7 @@ from .engine import run_rules
 from .file_facts import file_facts_of
 from .findings import Edit, Finding, Span
 from .mode_layers import class_mode_layers
-from .semantics import Semantics
+from .semantics import Semantics, ValueKind
 from .summaries import FunctionSummary, returned_names, summaries_of
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class ScopedFindings:
     """What one document's analyser keeps between versions (the blocks keep the rest)."""
 
     key: object = None
-    kinds: dict[str, str] | None = None  # the kinds of names the last version had
+    kinds: dict[str, ValueKind] | None = None  # the kinds of names the last version had
     full_runs: int = 0
     focused_runs: int = 0
 
@@ -83,15 +83,15 @@ def analyse_scoped(
     sem = document.semantics
     # A name whose kind changed (`criterion = nn.MSELoss()` renamed) matters where it is
     # mentioned: those blocks are analysed again, and their interfaces found again.
-    kinds = {name: kind.value for name, kind in sem.kinds.items()}
-    changed = _changed_names(cache.kinds, kinds)
+    kinds = sem.kinds  # the previous version's own dict while no kind changed
+    changed = set() if kinds is cache.kinds else _changed_names(cache.kinds, kinds)
     cache.kinds = kinds
     if changed is None:
         for block in blocks:
             block.interface = None
     elif changed:
         for block in blocks:
-            if not changed.isdisjoint(_identifiers(block)):
+            if not changed.isdisjoint(block.index.identifiers):
                 block.interface = None
                 block.kept = None
     key = _file_key(document, blocks, config, sem)
@@ -188,29 +188,14 @@ def _file_key(
     )
 
 
-def _changed_names(before: dict[str, str] | None, after: dict[str, str]) -> set[str] | None:
+def _changed_names(
+    before: dict[str, ValueKind] | None, after: dict[str, ValueKind]
+) -> set[str] | None:
     """The last parts of the dotted names whose kind changed; None when all may have."""
     if before is None:
         return None
     changed = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
     return {name.rsplit(".", 1)[-1] for name in changed}
-
-
-def _identifiers(block: ParsedBlock) -> frozenset[str]:
-    """Every name and attribute the block mentions: where a dotted name can appear."""
-    found = block.identifiers
-    if found is None:
-        names: set[str] = set()
-        for statement in block.statements:
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Name):
-                    names.add(node.id)
-                elif isinstance(node, ast.Attribute):
-                    names.add(node.attr)
-                elif isinstance(node, ast.arg):
-                    names.add(node.arg)
-        found = block.identifiers = frozenset(names)
-    return found
 
 
 def _interface(block: ParsedBlock, sem: Semantics) -> object:

@@ -189,14 +189,17 @@ class Semantics:
     def qualnames_of(self, block: BlockIndex) -> dict[str, list[ast.Call]]:
         """The block's calls by the imported name they call (the whole file's imports)."""
         found = block.qualnames
-        if found is None or block.qualnames_imports != self.imports:
+        imports = self.imports
+        if found is None or (
+            block.qualnames_imports is not imports and block.qualnames_imports != imports
+        ):
             found = {}
             for call in block.calls:
                 qualname = self.call_qualname(call)
                 if qualname is not None:
                     found.setdefault(qualname, []).append(call)
             block.qualnames = found
-            block.qualnames_imports = dict(self.imports)
+            block.qualnames_imports = imports  # never changed once merge_blocks returns
         return found
 
     # ---- name resolution -------------------------------------------------------------------
@@ -442,6 +445,8 @@ class BlockIndex:
     module_bindings: list[ast.AST]
     scope_bindings: dict[int, list[ast.AST]]
     imports: list[ast.Import | ast.ImportFrom]
+    # every name, attribute and parameter it mentions: where a dotted name can appear
+    identifiers: frozenset[str]
     # the calls by qualname under the imports they were resolved with (see Semantics.qualnames_of)
     qualnames: dict[str, list[ast.Call]] | None = None
     qualnames_imports: dict[str, str] | None = None
@@ -472,6 +477,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     classes: list[ast.ClassDef] = []
     bindings: dict[int, list[ast.AST]] = defaultdict(list)
     imports: list[ast.Import | ast.ImportFrom] = []
+    identifiers: set[str] = set()
     # One pre-order walk records parents, indexes the nodes rules ask about, and lists the
     # statements that bind names in each scope (what dataflow needs, without walking again).
     # Each entry carries the scope whose local data flow sees the node: the module, a function
@@ -483,10 +489,17 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     while stack:
         node, scope = pop()
         kind = type(node)
+        if kind is ast.Name:
+            identifiers.add(node.id)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            continue  # nothing below a name but its context
         fields = _CHILD_FIELDS.get(kind)
         if fields is None:
             fields = _child_fields(kind)
-        if kind is ast.Call:
+        if kind is ast.Attribute:
+            identifiers.add(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+        elif kind is ast.arg:
+            identifiers.add(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+        elif kind is ast.Call:
             calls.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
             func = node.func  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             if type(func) is ast.Attribute:
@@ -553,6 +566,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
         module_bindings,
         dict(bindings),
         imports,
+        frozenset(identifiers),
     )
 
 
@@ -566,9 +580,12 @@ def merge_blocks(
     """The semantics of a module whose body is the blocks' statements, in order. With the
     semantics of the previous version of the file, its parent links are taken over and
     changed where blocks came and went (40,000 links on 3,000 lines: building them again costs
-    more than the rest of an edit), which leaves the previous version's links wrong."""
+    more than the rest of an edit), which leaves the previous version's links wrong; so are
+    the file-wide facts that the blocks an edit changed leave as they were."""
     sem = Semantics(tree, _blocks=blocks)
+    change: BlockChange | None = None
     if previous is not None:
+        change = BlockChange.between(previous._blocks, blocks)
         parents = sem.parents = previous.parents
         previous.parents = {}
         # the facts derived from the previous version refer back to it (summaries keep their
@@ -580,22 +597,19 @@ def merge_blocks(
         loops_cache = _carried(previous._loops_cache, parents)
         function_cache = _carried(previous._function_cache, parents)
         dotted_cache = _carried(previous._dotted_cache, parents)
-        kept = {id(block) for block in blocks}
-        for gone in previous._blocks:
-            if id(gone) not in kept:
-                for node in gone.parents:
-                    parents.pop(node, None)
-                    loops_cache.pop(id(node), None)
-                    function_cache.pop(id(node), None)
-                    dotted_cache.pop(id(node), None)
-                for statement in gone.statements:
-                    parents.pop(statement, None)
-                    loops_cache.pop(id(statement), None)
-                    function_cache.pop(id(statement), None)
+        for gone in change.gone:
+            for node in gone.parents:
+                parents.pop(node, None)
+                loops_cache.pop(id(node), None)
+                function_cache.pop(id(node), None)
+                dotted_cache.pop(id(node), None)
+            for statement in gone.statements:
+                parents.pop(statement, None)
+                loops_cache.pop(id(statement), None)
+                function_cache.pop(id(statement), None)
         sem._loops_cache, sem._function_cache = loops_cache, function_cache
         sem._dotted_cache = dotted_cache
-        had = {id(block) for block in previous._blocks}
-        added = [block for block in blocks if id(block) not in had]
+        added = change.added
     else:
         parents = sem.parents
         added = blocks
@@ -615,24 +629,82 @@ def merge_blocks(
     # Recorded last to first: when a name is imported twice, the first import is what it means.
     for import_node in reversed(imports):
         _record_import(sem, import_node)
-    if previous is not None and previous.imports == sem.imports:
+    imports_kept = previous is not None and previous.imports == sem.imports
+    if imports_kept:
+        assert previous is not None
+        sem.imports = previous.imports  # the same object: blocks compare it by identity
         sem._qualname_cache = previous._qualname_cache  # a name means what it meant
-    sem.calls_by_attr = GatheredCalls(
-        [block.calls_by_attr for block in blocks], _gathered(previous, "calls_by_attr")
+    # the blocks an edit changed, when few and the others kept their order: the rest of the
+    # file's groups stay as they were
+    patch = change if change is not None and change.patchable(len(blocks)) else None
+    sem.calls_by_attr = GatheredCalls.of(
+        blocks, lambda block: block.calls_by_attr, _gathered(previous, "calls_by_attr"), patch
     )
-    sem.calls_by_name = GatheredCalls(
-        [block.calls_by_name for block in blocks], _gathered(previous, "calls_by_name")
+    sem.calls_by_name = GatheredCalls.of(
+        blocks, lambda block: block.calls_by_name, _gathered(previous, "calls_by_name"), patch
     )
-    sem.calls_by_qualname = GatheredCalls(
-        [sem.qualnames_of(block) for block in blocks], _gathered(previous, "calls_by_qualname")
+    sem.calls_by_qualname = GatheredCalls.of(
+        blocks,
+        sem.qualnames_of,
+        _gathered(previous, "calls_by_qualname"),
+        patch if imports_kept else None,
+        gone_part=lambda block: block.qualnames or {},
     )
-    _find_module_classes(sem)
+    if imports_kept and patch is not None and not patch.touches_classes():
+        assert previous is not None
+        sem.module_classes = previous.module_classes  # no class came or went, no base changed
+    else:
+        _find_module_classes(sem)
     names_key: object = (tuple(sem.imports.items()), tuple(sem.module_classes))
     if previous is not None and previous.names_key == names_key:
         names_key = previous.names_key
     sem.names_key = names_key
-    _record_value_kinds(sem, blocks)
+    if previous is not None and names_key is previous.names_key and patch is not None:
+        _patch_value_kinds(sem, previous, patch)
+    else:
+        _record_value_kinds(sem, blocks)
     return sem
+
+
+@dataclass
+class BlockChange:
+    """The blocks a version dropped and added against the previous one, with their places."""
+
+    gone: list[BlockIndex]
+    gone_at: list[int]  # places in the previous version's blocks
+    added: list[BlockIndex]
+    added_at: list[int]  # places in this version's
+    # the kept blocks stand in the order they had: a block reused for another with the same
+    # text (two identical lines swapped) can change it, and then nothing can be patched
+    in_order: bool
+
+    @classmethod
+    def between(cls, before: list[BlockIndex], after: list[BlockIndex]) -> BlockChange:
+        had = {id(block): place for place, block in enumerate(before)}
+        kept_places: list[int] = []
+        added: list[BlockIndex] = []
+        added_at: list[int] = []
+        for place, block in enumerate(after):
+            old = had.pop(id(block), None)
+            if old is None:
+                added.append(block)
+                added_at.append(place)
+            else:
+                kept_places.append(old)
+        gone_at = sorted(had.values())
+        in_order = all(a < b for a, b in zip(kept_places, kept_places[1:], strict=False))
+        return cls([before[place] for place in gone_at], gone_at, added, added_at, in_order)
+
+    def patchable(self, count: int) -> bool:
+        """Few enough blocks changed, and the others kept their order."""
+        return self.in_order and len(self.gone) + len(self.added) <= count // 4
+
+    def in_place(self) -> bool:
+        """Each changed block took the place of one that went."""
+        return self.in_order and self.gone_at == self.added_at
+
+    def touches_classes(self) -> bool:
+        return any(block.classes for block in (*self.gone, *self.added))
 
 
 class GatheredCalls(Mapping[str, list[ast.Call]]):
@@ -641,41 +713,40 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
     blocks an edit removed or added are gathered again: merging every block's groups into one
     dict on every edit cost more than the rest of the merge."""
 
-    __slots__ = ("_parts", "_every")
+    __slots__ = ("_every",)
 
-    def __init__(
-        self, parts: list[dict[str, list[ast.Call]]], previous: GatheredCalls | None = None
-    ) -> None:
-        self._parts = parts
-        if previous is None:
-            self._every = self._merged(parts)
-            return
-        had = {id(part) for part in previous._parts}
-        has = {id(part) for part in parts}
-        gone = [part for part in previous._parts if id(part) not in has]
-        added = [part for part in parts if id(part) not in had]
-        # the kept blocks in the order they had: a block reused for another with the same text
-        # (two identical lines swapped) can change it, and then the runs cannot be patched
-        in_order = [id(part) for part in previous._parts if id(part) in has] == [
-            id(part) for part in parts if id(part) in had
-        ]
-        if not in_order or len(gone) + len(added) > len(parts) // 4:
-            # imports changed, a large edit, or kept blocks reordered: all again
-            self._every = self._merged(parts)
-            return
+    def __init__(self, parts: list[dict[str, list[ast.Call]]]) -> None:
+        self._every = self._merged(parts)
+
+    @classmethod
+    def of(
+        cls,
+        blocks: list[BlockIndex],
+        part: Callable[[BlockIndex], dict[str, list[ast.Call]]],
+        previous: GatheredCalls | None,
+        change: BlockChange | None,
+        gone_part: Callable[[BlockIndex], dict[str, list[ast.Call]]] | None = None,
+    ) -> GatheredCalls:
+        """The blocks' groups, patched from `previous` by `change` when there is one (a gone
+        block's groups are those `gone_part` gives, `part` when none is given)."""
+        if previous is None or change is None:
+            return cls([part(block) for block in blocks])
+        gone = [(gone_part or part)(block) for block in change.gone]
+        added = [part(block) for block in change.added]
+        gathered = cls.__new__(cls)
         every = dict(previous._every)
-        for key in {key for part in (*gone, *added) for key in part}:
+        for key in {key for group in (*gone, *added) for key in group}:
             # each block's calls are one run of the list: a removed block's run is cut out
             # where its first call is; the kept calls keep their order (an edit moves whole
             # blocks), and an added block's run goes in where its lines are
             calls = list(every.get(key, ()))
-            for part in gone:
-                block_calls = part.get(key)
+            for group in gone:
+                block_calls = group.get(key)
                 if block_calls:
                     at = calls.index(block_calls[0])
                     del calls[at : at + len(block_calls)]
-            for part in added:
-                block_calls = part.get(key)
+            for group in added:
+                block_calls = group.get(key)
                 if block_calls:
                     at = bisect.bisect_left(calls, position(block_calls[0]), key=position)
                     calls[at:at] = block_calls
@@ -683,7 +754,8 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
                 every[key] = calls
             else:
                 every.pop(key, None)
-        self._every = every
+        gathered._every = every
+        return gathered
 
     @staticmethod
     def _merged(parts: list[dict[str, list[ast.Call]]]) -> dict[str, list[ast.Call]]:
@@ -882,14 +954,11 @@ def _assigned_by_name(
 
 def _record_value_kinds(sem: Semantics, blocks: list[BlockIndex]) -> None:
     # the blocks' facts depend on the file's imports and model classes only
-    key = (tuple(sem.imports.items()), tuple(sem.module_classes))
+    key = sem.names_key
     kinds = sem.kinds
     annotated: list[tuple[str, ValueKind]] = []
     for block in blocks:
-        if block.kinds_key != key or block.kinds is None:
-            block.kinds = _block_kinds(sem, block)
-            block.kinds_key = key
-        assigned, block_annotated = block.kinds
+        assigned, block_annotated = _kinds_of_block(sem, block, key)
         for targets, source in assigned:
             kind = source if isinstance(source, ValueKind) else kinds.get(source)
             if kind is not None:
@@ -898,6 +967,28 @@ def _record_value_kinds(sem: Semantics, blocks: list[BlockIndex]) -> None:
         annotated.extend(block_annotated)
     for name, kind in annotated:
         kinds.setdefault(name, kind)
+
+
+def _patch_value_kinds(sem: Semantics, previous: Semantics, change: BlockChange) -> None:
+    """The previous version's kinds (the same dict, and what was read from it) when each block
+    an edit changed says what the block it replaced said; else all found again."""
+    key = sem.names_key
+    if change.in_place() and all(
+        gone.kinds_key is key and gone.kinds == _kinds_of_block(sem, added, key)
+        for gone, added in zip(change.gone, change.added, strict=True)
+    ):
+        sem.kinds = previous.kinds
+        sem._kind_cache = previous._kind_cache
+        return
+    _record_value_kinds(sem, sem._blocks)
+
+
+def _kinds_of_block(sem: Semantics, block: BlockIndex, key: object) -> BlockKinds:
+    found = block.kinds
+    if found is None or (block.kinds_key is not key and block.kinds_key != key):
+        found = block.kinds = _block_kinds(sem, block)
+        block.kinds_key = key
+    return found
 
 
 def _block_kinds(sem: Semantics, block: BlockIndex) -> BlockKinds:
