@@ -13,6 +13,7 @@ from torchdoctor.analysis import Config, Document, analyse
 from torchdoctor.analysis.incremental import IncrementalAnalyser
 from torchdoctor.analysis.scoped import FILE_RULES
 from torchdoctor.analysis.semantics import position
+from torchdoctor.analysis.summaries import summaries_of
 
 from bench.corpus import make_dense_file, make_file
 from bench.fuzz import TOKENS
@@ -217,36 +218,80 @@ def test_the_unchanged_start_and_end_of_two_versions_are_found_exactly(
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(["type", "insert", "delete"])),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 10_000),
+            st.sampled_from(["type", "insert", "delete", "call", "helper", "class", "kind"]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_what_is_carried_between_versions_equals_a_fresh_parse(
     edits: list[tuple[int, str]],
 ) -> None:
-    """The calls by attribute, by name and by qualname, the enclosing loops and functions and
-    the dotted names are carried from version to version for the blocks an edit left alone
-    (semantics.merge_blocks): after any edits they are what a fresh parse finds."""
+    """The calls by attribute, by name and by qualname, the functions by name, the model
+    classes, the kinds of names, the enclosing loops and functions, the dotted names and the
+    function summaries are carried from version to version for the blocks an edit left alone
+    (semantics.merge_blocks, summaries.summaries_of): after any edits they are what a fresh
+    parse finds."""
     lines = make_dense_file(200, seed=7).split("\n")
     analyser = IncrementalAnalyser("carried.py")
     analyser.analyse("\n".join(lines))
+    inserted = {
+        "insert": ["model = model.to(device)"],
+        # a call of a local function, a helper that back-propagates (a second one of the same
+        # name makes both calls unresolved), and a model class whose base is another's
+        "call": ["evaluate_buggy_0(model, loader)", "helper(loss)"],
+        "helper": ["def helper(loss):", "    loss.backward()"],
+        "class": ["class Wide(Head2):", "    pass"],
+        "kind": ["crit = nn.MSELoss()"],
+    }
     for where, kind in edits:
         line = where % len(lines)
         if kind == "type":
-            lines[line] = lines[line] + "x"
-        elif kind == "insert":
-            lines.insert(line, "model = model.to(device)")
+            # into the name a statement starts with: `sampler = ...` binds `xsampler`
+            text_of_line = lines[line]
+            indent = len(text_of_line) - len(text_of_line.lstrip())
+            lines[line] = text_of_line[:indent] + "x" + text_of_line[indent:]
+        elif kind in inserted:
+            lines[line:line] = inserted[kind]
         elif len(lines) > 1:
             del lines[line]
         text = "\n".join(lines)
         document, _ = analyser.analyse(text)
         carried, fresh = document.semantics, Document.parse(text, "carried.py").semantics
 
-        def located(calls: list[ast.Call]) -> list[tuple[int, int, int | None, int | None]]:
-            return [(c.lineno, c.col_offset, c.end_lineno, c.end_col_offset) for c in calls]
+        def located(
+            nodes: list[ast.stmt] | list[ast.expr],
+        ) -> list[tuple[int, int, int | None, int | None]]:
+            return [(n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) for n in nodes]
 
-        for groups in ("calls_by_attr", "calls_by_name", "calls_by_qualname"):
+        for groups in (
+            "calls_by_attr",
+            "calls_by_name",
+            "calls_by_qualname",
+            "methods_by_name",
+            "plain_functions_by_name",
+        ):
             assert {k: located(v) for k, v in getattr(carried, groups).items()} == {
                 k: located(v) for k, v in getattr(fresh, groups).items()
             }
+        assert list(carried.module_classes) == list(fresh.module_classes)
+        assert carried.kinds == fresh.kinds
+        mine_summaries, their_summaries = summaries_of(carried), summaries_of(fresh)
+        assert [
+            (position(call), position(target)) for call, target in mine_summaries.local_calls
+        ] == [(position(call), position(target)) for call, target in their_summaries.local_calls]
+        for mine_function, theirs_function in zip(carried.functions, fresh.functions, strict=True):
+            mine_summary = mine_summaries.of(mine_function)
+            theirs_summary = their_summaries.of(theirs_function)
+            assert mine_summary is not None and theirs_summary is not None
+            assert (mine_summary.spread_facts(), mine_summary.runs_without_grad) == (
+                theirs_summary.spread_facts(),
+                theirs_summary.runs_without_grad,
+            )
         for mine, theirs in zip(carried.calls, fresh.calls, strict=True):
             assert carried.dotted(mine.func) == fresh.dotted(theirs.func)
             assert [position(loop) for loop in carried.enclosing_loops(mine)] == [

@@ -19,6 +19,7 @@ from itertools import chain
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+N = TypeVar("N", bound=ast.AST)
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 Loop = ast.For | ast.AsyncFor | ast.While
@@ -91,6 +92,9 @@ class Semantics:
     # the calls `name(...)` by the name they call
     calls_by_name: Mapping[str, list[ast.Call]] = field(default_factory=dict)
     functions: list[Function] = field(default_factory=list)
+    # the file's functions by name, in source order: methods, and the others
+    methods_by_name: Mapping[str, list[Function]] = field(default_factory=dict)
+    plain_functions_by_name: Mapping[str, list[Function]] = field(default_factory=dict)
     module_classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     kinds: dict[str, ValueKind] = field(default_factory=dict)
     # the statements binding names in each function body (and the module), by id of the scope
@@ -168,6 +172,8 @@ class Semantics:
             self.tree,
             imports=self.imports,
             parents=self.parents,
+            methods_by_name=self.methods_by_name,
+            plain_functions_by_name=self.plain_functions_by_name,
             module_classes=self.module_classes,
             kinds=self.kinds,
             bindings_by_scope=self.bindings_by_scope,
@@ -181,9 +187,9 @@ class Semantics:
         )
         for block in blocks:
             view.functions.extend(block.functions)
-        view.calls_by_attr = GatheredCalls([block.calls_by_attr for block in blocks])
-        view.calls_by_name = GatheredCalls([block.calls_by_name for block in blocks])
-        view.calls_by_qualname = GatheredCalls([self.qualnames_of(block) for block in blocks])
+        view.calls_by_attr = Gathered([block.calls_by_attr for block in blocks])
+        view.calls_by_name = Gathered([block.calls_by_name for block in blocks])
+        view.calls_by_qualname = Gathered([self.qualnames_of(block) for block in blocks])
         return view
 
     def qualnames_of(self, block: BlockIndex) -> dict[str, list[ast.Call]]:
@@ -447,6 +453,9 @@ class BlockIndex:
     imports: list[ast.Import | ast.ImportFrom]
     # every name, attribute and parameter it mentions: where a dotted name can appear
     identifiers: frozenset[str]
+    # its functions by name: methods (defined in a class body), and the others
+    methods_by_name: dict[str, list[Function]]
+    plain_functions_by_name: dict[str, list[Function]]
     # the calls by qualname under the imports they were resolved with (see Semantics.qualnames_of)
     qualnames: dict[str, list[ast.Call]] | None = None
     qualnames_imports: dict[str, str] | None = None
@@ -553,6 +562,15 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     for grouped in (*calls_by_attr.values(), *calls_by_name.values()):
         grouped.sort(key=_start)
     module_bindings = bindings.pop(id(_MODULE_SCOPE), [])
+    methods_by_name: dict[str, list[Function]] = {}
+    plain_functions_by_name: dict[str, list[Function]] = {}
+    for function in functions:
+        into = (
+            methods_by_name
+            if type(parents.get(function)) is ast.ClassDef
+            else plain_functions_by_name
+        )
+        into.setdefault(function.name, []).append(function)
     return BlockIndex(
         statements,
         parents,
@@ -567,6 +585,8 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
         dict(bindings),
         imports,
         frozenset(identifiers),
+        methods_by_name,
+        plain_functions_by_name,
     )
 
 
@@ -637,18 +657,27 @@ def merge_blocks(
     # the blocks an edit changed, when few and the others kept their order: the rest of the
     # file's groups stay as they were
     patch = change if change is not None and change.patchable(len(blocks)) else None
-    sem.calls_by_attr = GatheredCalls.of(
+    sem.calls_by_attr = Gathered.of(
         blocks, lambda block: block.calls_by_attr, _gathered(previous, "calls_by_attr"), patch
     )
-    sem.calls_by_name = GatheredCalls.of(
+    sem.calls_by_name = Gathered.of(
         blocks, lambda block: block.calls_by_name, _gathered(previous, "calls_by_name"), patch
     )
-    sem.calls_by_qualname = GatheredCalls.of(
+    sem.calls_by_qualname = Gathered.of(
         blocks,
         sem.qualnames_of,
         _gathered(previous, "calls_by_qualname"),
         patch if imports_kept else None,
         gone_part=lambda block: block.qualnames or {},
+    )
+    sem.methods_by_name = Gathered.of(
+        blocks, lambda block: block.methods_by_name, _gathered(previous, "methods_by_name"), patch
+    )
+    sem.plain_functions_by_name = Gathered.of(
+        blocks,
+        lambda block: block.plain_functions_by_name,
+        _gathered(previous, "plain_functions_by_name"),
+        patch,
     )
     if imports_kept and patch is not None and not patch.touches_classes():
         assert previous is not None
@@ -707,26 +736,26 @@ class BlockChange:
         return any(block.classes for block in (*self.gone, *self.added))
 
 
-class GatheredCalls(Mapping[str, list[ast.Call]]):
-    """Calls by a key (the attribute they call, the qualname they resolve to) over the blocks'
-    own groupings, in source order. Made from the previous version's, only the keys of the
-    blocks an edit removed or added are gathered again: merging every block's groups into one
-    dict on every edit cost more than the rest of the merge."""
+class Gathered(Mapping[str, list[N]]):
+    """Nodes by a key (calls by the attribute they call or the qualname they resolve to,
+    functions by name) over the blocks' own groupings, in source order. Made from the previous
+    version's, only the keys of the blocks an edit removed or added are gathered again: merging
+    every block's groups into one dict on every edit cost more than the rest of the merge."""
 
     __slots__ = ("_every",)
 
-    def __init__(self, parts: list[dict[str, list[ast.Call]]]) -> None:
+    def __init__(self, parts: list[dict[str, list[N]]]) -> None:
         self._every = self._merged(parts)
 
     @classmethod
     def of(
         cls,
         blocks: list[BlockIndex],
-        part: Callable[[BlockIndex], dict[str, list[ast.Call]]],
-        previous: GatheredCalls | None,
+        part: Callable[[BlockIndex], dict[str, list[N]]],
+        previous: Gathered[N] | None,
         change: BlockChange | None,
-        gone_part: Callable[[BlockIndex], dict[str, list[ast.Call]]] | None = None,
-    ) -> GatheredCalls:
+        gone_part: Callable[[BlockIndex], dict[str, list[N]]] | None = None,
+    ) -> Gathered[N]:
         """The blocks' groups, patched from `previous` by `change` when there is one (a gone
         block's groups are those `gone_part` gives, `part` when none is given)."""
         if previous is None or change is None:
@@ -736,8 +765,8 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
         gathered = cls.__new__(cls)
         every = dict(previous._every)
         for key in {key for group in (*gone, *added) for key in group}:
-            # each block's calls are one run of the list: a removed block's run is cut out
-            # where its first call is; the kept calls keep their order (an edit moves whole
+            # each block's nodes are one run of the list: a removed block's run is cut out
+            # where its first node is; the kept nodes keep their order (an edit moves whole
             # blocks), and an added block's run goes in where its lines are
             calls = list(every.get(key, ()))
             for group in gone:
@@ -758,8 +787,8 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
         return gathered
 
     @staticmethod
-    def _merged(parts: list[dict[str, list[ast.Call]]]) -> dict[str, list[ast.Call]]:
-        every: dict[str, list[ast.Call]] = {}
+    def _merged(parts: list[dict[str, list[N]]]) -> dict[str, list[N]]:
+        every: dict[str, list[N]] = {}
         for part in parts:
             for key, calls in part.items():
                 found = every.get(key)
@@ -769,7 +798,7 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
                     found.extend(calls)
         return every
 
-    def __getitem__(self, key: str) -> list[ast.Call]:
+    def __getitem__(self, key: str) -> list[N]:
         return self._every[key]
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -784,16 +813,16 @@ class GatheredCalls(Mapping[str, list[ast.Call]]):
     def __len__(self) -> int:
         return len(self._every)
 
-    def items(self) -> ItemsView[str, list[ast.Call]]:
+    def items(self) -> ItemsView[str, list[N]]:
         return self._every.items()
 
-    def values(self) -> ValuesView[list[ast.Call]]:
+    def values(self) -> ValuesView[list[N]]:
         return self._every.values()
 
 
-def _gathered(previous: Semantics | None, groups: str) -> GatheredCalls | None:
+def _gathered(previous: Semantics | None, groups: str) -> Gathered[Any] | None:
     found = getattr(previous, groups, None)
-    return found if isinstance(found, GatheredCalls) else None
+    return found if isinstance(found, Gathered) else None
 
 
 def _carried(cache: dict[int, Any], parents: dict[ast.AST, ast.AST]) -> dict[int, Any]:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .semantics import FUNCTION_NODES, BlockIndex, Function, Semantics, ValueKind
+from .semantics import FUNCTION_NODES, BlockIndex, Function, Semantics, ValueKind, position
 
 # `loss`, `total_loss`, `loss_g`, `lossD`: names that strongly imply a loss tensor
 LOSS_NAME = re.compile(r"(^|_)loss|loss($|_|[A-Z0-9])", re.IGNORECASE)
@@ -108,7 +109,6 @@ class FunctionSummary:
 class Summaries:
     sem: Semantics
     by_function: dict[int, FunctionSummary]
-    functions_by_name: dict[str, list[Function]]
     resolved: dict[int, Function]  # id of a call → the local function it runs
     # the calls that run a local function, with it, in source order
     local_calls: list[tuple[ast.Call, Function]] = field(default_factory=list)
@@ -301,32 +301,17 @@ def summaries_of(sem: Semantics) -> Summaries:
     return found
 
 
-def _functions_by_name(sem: Semantics) -> dict[str, list[Function]]:
-    found: dict[str, list[Function]] = {}
-    for function in sem.functions:
-        found.setdefault(function.name, []).append(function)
-    return found
-
-
 @dataclass(frozen=True)
 class FunctionIndex:
     """The file's plain functions and methods by name, to resolve a call in one lookup."""
 
-    plain: dict[str, list[Function]]
-    methods: dict[str, list[Function]]
+    plain: Mapping[str, list[Function]]
+    methods: Mapping[str, list[Function]]
 
 
 def function_index(sem: Semantics) -> FunctionIndex:
     sem = sem.whole
-    found = sem.derived.get("summaries:function-index")
-    if found is None:
-        plain: dict[str, list[Function]] = {}
-        methods: dict[str, list[Function]] = {}
-        for function in sem.functions:
-            into = methods if isinstance(sem.parent(function), ast.ClassDef) else plain
-            into.setdefault(function.name, []).append(function)
-        found = sem.derived["summaries:function-index"] = FunctionIndex(plain, methods)
-    return found
+    return FunctionIndex(sem.plain_functions_by_name, sem.methods_by_name)
 
 
 def resolve_call(sem: Semantics, call: ast.Call) -> Function | None:
@@ -350,48 +335,63 @@ SUMMARISED_METHODS = ("backward", "step", "eval", "train", *ZEROING_METHODS, *RE
 @dataclass
 class BlockSummaries:
     """What the summaries take from one block of the file (see semantics.BlockIndex): each
-    function's own facts before its callees' are added, and the calls that may run a local
-    function. Kept while the block and the names' kinds and imports stay the same."""
+    function's own facts before its callees' are added. Kept while the block and the names'
+    kinds and imports stay the same."""
 
     key: object  # the file's names key (Semantics.names_key) they were found under
     kinds_read: dict[str, ValueKind | None]  # the kinds of names they depend on
     own: list[FunctionSummary]  # never changed: each version copies them
-    # (call, is a method call, called name, function holding the call)
-    named_calls: list[tuple[ast.Call, bool, str, Function | None]]
+    # the file's kinds they were last found true under (an edit that changes no kind keeps
+    # the dict: then they hold without asking again)
+    kinds: dict[str, ValueKind] | None = None
+
+    def hold(self, sem: Semantics) -> bool:
+        if self.key is not sem.names_key:
+            return False
+        if self.kinds is not sem.kinds:
+            if any(sem.kind_of_name(name) is not kind for name, kind in self.kinds_read.items()):
+                return False
+            self.kinds = sem.kinds
+        return True
 
 
 def _build(sem: Semantics) -> Summaries:
-    functions = _functions_by_name(sem)
-    index = function_index(sem)
-    plain, methods = index.plain, index.methods
-    key = sem.names_key
     by_function: dict[int, FunctionSummary] = {}
-    resolved: dict[int, Function] = {}
-    local_calls: list[tuple[ast.Call, Function]] = []
-    callers: dict[int, list[tuple[ast.Call, Function]]] = {}
     for block in sem.blocks:
         parts = block.summaries
-        if (
-            parts is None
-            or parts.key is not key
-            or any(sem.kind_of_name(name) is not kind for name, kind in parts.kinds_read.items())
-        ):
-            parts = block.summaries = _block_summaries(sem, block, key)
+        if parts is None or not parts.hold(sem):
+            parts = block.summaries = _block_summaries(sem, block, sem.names_key)
         for own in parts.own:
             by_function[id(own.function)] = own  # copied when it changes (Summaries.writable)
-        # only calls that may run a local function are resolved: a name lookup first
-        for call, is_method, name, owner in parts.named_calls:
-            candidates = (methods if is_method else plain).get(name)
-            if candidates is None or len(candidates) != 1:
-                continue
-            target = candidates[0]
-            resolved[id(call)] = target
-            local_calls.append((call, target))
-            if owner is not None and target is not owner:
-                callers.setdefault(id(target), []).append((call, owner))
-    summaries = Summaries(sem, by_function, functions, resolved, local_calls)
+    # the calls that may run a local function: by the name of each function that is the only
+    # one (plain or method) of its name, `name(...)` or `x.name(...)`
+    resolved: dict[int, Function] = {}
+    local_calls: list[tuple[ast.Call, Function]] = []
+    for name, candidates in sem.plain_functions_by_name.items():
+        if len(candidates) == 1:
+            local_calls.extend((call, candidates[0]) for call in sem.calls_by_name.get(name, ()))
+    for name, candidates in sem.methods_by_name.items():
+        if len(candidates) == 1:
+            local_calls.extend(
+                (call, candidates[0])
+                for call in sem.calls_by_attr.get(name, ())
+                if type(call.func.value) is ast.Name  # type: ignore[attr-defined]  # calls by attribute call an ast.Attribute
+            )
+    local_calls.sort(key=lambda pair: position(pair[0]))
+    callers: dict[int, list[tuple[ast.Call, Function]]] = {}
+    callees: list[Function] = []  # those with callers, by their first call
+    for call, target in local_calls:
+        resolved[id(call)] = target
+        owner = sem.enclosing_function(call)
+        if owner is not None and target is not owner:
+            found = callers.get(id(target))
+            if found is None:
+                found = callers[id(target)] = []
+                callees.append(target)
+            found.append((call, owner))
+    summaries = Summaries(sem, by_function, resolved, local_calls)
     _mark_no_grad_decorators(sem, summaries)
-    _propagate(sem, summaries, callers)
+    _propagate(sem, summaries, callers, callees)
     return summaries
 
 
@@ -421,15 +421,7 @@ def _summaries_of_block(
         summary = FunctionSummary(function)
         _summarise_own_calls(sem, summary, own_calls.get(id(function)))
         own.append(summary)
-    named: list[tuple[ast.Call, bool, str, Function | None]] = []
-    for call in block.calls:
-        func = call.func
-        kind = type(func)
-        if kind is ast.Name:
-            named.append((call, False, func.id, sem.enclosing_function(call)))  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-        elif kind is ast.Attribute and type(func.value) is ast.Name:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-            named.append((call, True, func.attr, sem.enclosing_function(call)))  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-    return BlockSummaries(key, kinds_read, own, named)
+    return BlockSummaries(key, kinds_read, own, sem.kinds)
 
 
 def _summarise_own_calls(
@@ -536,6 +528,7 @@ def _mark_no_grad_decorators(sem: Semantics, summaries: Summaries) -> None:
     """Local decorators whose wrapper calls the decorated function inside `with no_grad():`
     (or returns `torch.no_grad()(function)`), and the functions they decorate. Starts from the
     file's no_grad calls, so a file without any costs nothing."""
+    wrappers: list[Function] = []  # the functions found to wrap their argument in no_grad
     for factory in sem.calls_to(*NO_GRAD_FACTORIES):
         holder = sem.parent(factory)
         if isinstance(holder, ast.withitem):
@@ -552,13 +545,9 @@ def _mark_no_grad_decorators(sem: Semantics, summaries: Summaries) -> None:
             parameters = _positional_parameters(sem, outer)
             if parameters and any(_calls_or_names(node, parameters[0]) for node in body):
                 summaries.writable(outer).wraps_in_no_grad = True
+                wrappers.append(outer)
                 break
-    decorators = {
-        f.name
-        for f in sem.functions
-        if summaries.by_function[id(f)].wraps_in_no_grad
-        and not isinstance(sem.parent(f), ast.ClassDef)
-    }
+    decorators = {f.name for f in wrappers if not isinstance(sem.parent(f), ast.ClassDef)}
     if not decorators:
         return
     for function in sem.functions:
@@ -583,13 +572,16 @@ def _calls_name(node: ast.AST, name: str) -> bool:
 
 
 def _propagate(
-    sem: Semantics, summaries: Summaries, callers: dict[int, list[tuple[ast.Call, Function]]]
+    sem: Semantics,
+    summaries: Summaries,
+    callers: dict[int, list[tuple[ast.Call, Function]]],
+    callees: list[Function],
 ) -> None:
     """What a function's local callees do, it does: a worklist over the call edges (callee →
     its calls and their functions), each function revisited only when a callee's summary grew
     (the facts only ever grow)."""
     # only a function that some other function calls has facts to hand on
-    pending = [function for function in sem.functions if id(function) in callers]
+    pending = list(callees)
     while pending:
         callee = pending.pop()
         source = summaries.by_function[id(callee)]

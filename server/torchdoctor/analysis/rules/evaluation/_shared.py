@@ -54,7 +54,6 @@ class EvaluationFacts:
     loops: list[EvaluationLoop]
     training_loop_ids: set[int]  # loops whose body trains (backward, step, grad, a train helper)
     training_nodes: list[ast.AST]  # backward/step/grad calls and calls to local training helpers
-    functions: dict[str, list[Function]]  # local functions and methods by name
     resolved: dict[int, Function]  # call id -> the local function it runs
     calls_to_local: list[tuple[ast.Call, Function]]
     mode_functions: set[int]  # functions that call .train()/.eval(), directly or through helpers
@@ -154,7 +153,6 @@ def _file_facts(sem: Semantics) -> EvaluationFacts:
     """Which loops and functions train, switch modes or call which local functions."""
     structure = training_of(sem)
     summaries = summaries_of(sem)
-    functions = summaries.functions_by_name
     training_nodes: list[ast.AST] = [*structure.backward_calls, *structure.step_calls]
     training_nodes.extend(sem.calls_to("torch.autograd.grad"))
     direct = {id(node) for node in training_nodes}
@@ -176,7 +174,6 @@ def _file_facts(sem: Semantics) -> EvaluationFacts:
         [],
         training_loop_ids,
         sorted(training_nodes, key=position),
-        functions,
         {id(call): called for call, called in calls_to_local},
         calls_to_local,
         mode_functions,
