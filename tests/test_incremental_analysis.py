@@ -10,6 +10,8 @@ import ast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torchdoctor.analysis import Config, Document, analyse
+from torchdoctor.analysis.assigned_calls import assignments_by_target
+from torchdoctor.analysis.bindings import module_functions
 from torchdoctor.analysis.incremental import IncrementalAnalyser
 from torchdoctor.analysis.scoped import FILE_RULES
 from torchdoctor.analysis.semantics import position
@@ -231,7 +233,8 @@ def test_the_unchanged_start_and_end_of_two_versions_are_found_exactly(
 def test_what_is_carried_between_versions_equals_a_fresh_parse(
     edits: list[tuple[int, str]],
 ) -> None:
-    """The calls by attribute, by name and by qualname, the functions by name, the model
+    """The calls by attribute, by name and by qualname, the functions by name, the groups made
+    by `Semantics.gathered` (assignments by target, module-level functions), the model
     classes, the kinds of names, the enclosing loops and functions, the dotted names and the
     function summaries are carried from version to version for the blocks an edit left alone
     (semantics.merge_blocks, summaries.summaries_of): after any edits they are what a fresh
@@ -278,6 +281,12 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
             assert {k: located(v) for k, v in getattr(carried, groups).items()} == {
                 k: located(v) for k, v in getattr(fresh, groups).items()
             }
+        assert {k: located(v) for k, v in assignments_by_target(carried).items()} == {
+            k: located(v) for k, v in assignments_by_target(fresh).items()
+        }
+        assert {k: position(v) for k, v in module_functions(carried).items()} == {
+            k: position(v) for k, v in module_functions(fresh).items()
+        }
         assert list(carried.module_classes) == list(fresh.module_classes)
         assert carried.kinds == fresh.kinds
         mine_summaries, their_summaries = summaries_of(carried), summaries_of(fresh)

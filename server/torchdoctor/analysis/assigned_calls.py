@@ -6,6 +6,7 @@ looked through."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 
 from .context import RuleContext
 from .dataflow import flow_of
@@ -79,23 +80,13 @@ def _reaching_value(sem: Semantics, name: ast.Name) -> ast.AST | None:
     return definition.value
 
 
-def assignments_by_target(sem: Semantics) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
-    """Single-target assignments by their dotted target, computed once per document (of the
-    whole file, even for a view focused on some blocks)."""
-    sem = sem.whole
-    index = sem.derived.get("modules:assignments")
-    if index is None:
-        index = {}
-        for found in sem.per_block("modules:assignments", _block_assignments):
-            for dotted, assigns in found.items():
-                index.setdefault(dotted, []).extend(assigns)
-        sem.derived["modules:assignments"] = index
-    return index
+def assignments_by_target(sem: Semantics) -> Mapping[str, list[ast.Assign | ast.AnnAssign]]:
+    """Single-target assignments by their dotted target (of the whole file, even for a view
+    focused on some blocks)."""
+    return sem.gathered("modules:assignments", _block_assignments)
 
 
-def _block_assignments(
-    sem: Semantics, block: BlockIndex
-) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
+def _block_assignments(block: BlockIndex) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
     index: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
     for assign in block.assigns:
         if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:

@@ -5,6 +5,7 @@ class an instance was built from, the calls of a plain name."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator, Mapping
 
 from .dataflow import flow_of
 from .semantics import FUNCTION_NODES, BlockIndex, Function, Semantics
@@ -96,22 +97,40 @@ def at_module_level(sem: Semantics, node: ast.AST) -> bool:
     return not any(isinstance(ancestor, FUNCTION_NODES) for ancestor in sem.ancestors(node))
 
 
-def module_functions(sem: Semantics) -> dict[str, Function]:
-    """Functions defined at module level (outside classes), by name."""
-    sem = sem.whole  # a fact of the file, even for a focused view
-    found: dict[str, Function] | None = sem.derived.get("data:module_functions")
-    if found is None:
-        found = {}
-        # whether a function is nested is a fact of its own block: kept on the block
-        for functions in sem.per_block("data:module-functions", _module_functions_in_block):
-            for function in functions:
-                found[function.name] = function
-        sem.derived["data:module_functions"] = found
+def module_functions(sem: Semantics) -> Mapping[str, Function]:
+    """Functions defined at module level (outside classes and functions), by name: the last
+    of a name, as Python binds it."""
+    return _LastOfEach(sem.gathered("data:module-functions", _module_functions_in_block))
+
+
+class _LastOfEach(Mapping[str, Function]):
+    """The last function of each name in groups by name."""
+
+    def __init__(self, groups: Mapping[str, list[Function]]) -> None:
+        self._groups = groups
+
+    def __getitem__(self, name: str) -> Function:
+        return self._groups[name][-1]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._groups)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+
+def _module_functions_in_block(block: BlockIndex) -> dict[str, list[Function]]:
+    # whether a function is nested is a fact of its own block: no ancestor of it in the block
+    # is a function, a lambda or a class
+    found: dict[str, list[Function]] = {}
+    parents = block.parents
+    for function in block.functions:
+        ancestor = parents.get(function)
+        while ancestor is not None and not isinstance(ancestor, FUNCTION_NODES):
+            ancestor = parents.get(ancestor)
+        if ancestor is None:
+            found.setdefault(function.name, []).append(function)
     return found
-
-
-def _module_functions_in_block(sem: Semantics, block: BlockIndex) -> list[Function]:
-    return [function for function in block.functions if at_module_level(sem, function)]
 
 
 def methods_of(cls: ast.ClassDef) -> dict[str, Function]:

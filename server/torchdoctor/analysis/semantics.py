@@ -117,6 +117,11 @@ class Semantics:
     derived: dict[str, Any] = field(default_factory=dict)
     # the semantics of the whole file when this one is focused on some of its blocks
     _whole: Semantics | None = field(default=None, repr=False)
+    # the file's groups made by `gathered`, by name; the previous version's, and the change
+    # from it, while this version has not made its own
+    _gathered_groups: dict[str, Gathered[Any]] = field(default_factory=dict, repr=False)
+    _groups_before: dict[str, Gathered[Any]] | None = field(default=None, repr=False)
+    _change: BlockChange | None = field(default=None, repr=False)
 
     # The calls, assignments, loops and classes of the blocks it lists, in source order: made
     # when first asked for (an edit's analysis asks for none of the whole file's).
@@ -156,6 +161,26 @@ class Semantics:
             if entry is None or entry[0] is not key:
                 entry = block.cached[name] = (key, build(whole, block))
             found.append(entry[1])
+        return found
+
+    def gathered(self, name: str, part: Callable[[BlockIndex], dict[str, list[N]]]) -> Gathered[N]:
+        """`part(block)` of every block of the file, merged by key in source order, kept on each
+        block and, from version to version, patched where an edit changed blocks. For facts of
+        a block's own nodes alone (not of names, imports or kinds)."""
+        whole = self.whole
+        found = whole._gathered_groups.get(name)
+        if found is None:
+            before = whole._groups_before
+            previous = before.get(name) if before is not None else None
+
+            def own(block: BlockIndex) -> dict[str, list[N]]:
+                made: dict[str, list[N]] | None = block.parts.get(name)
+                if made is None:
+                    made = block.parts[name] = part(block)
+                return made
+
+            found = Gathered.of(whole._blocks, own, previous, whole._change)
+            whole._gathered_groups[name] = found
         return found
 
     @property
@@ -468,6 +493,8 @@ class BlockIndex:
     summaries: Any = None
     # facts kept by Semantics.per_block: name → (the names key they were found under, fact)
     cached: dict[str, tuple[object, Any]] = field(default_factory=dict)
+    # its parts of the file's groups (see Semantics.gathered), by the group's name
+    parts: dict[str, Any] = field(default_factory=dict)
 
 
 # Stands for the module while a block is indexed without it.
@@ -670,6 +697,10 @@ def merge_blocks(
         patch if imports_kept else None,
         gone_part=lambda block: block.qualnames or {},
     )
+    if previous is not None:
+        # groups the previous version made are patched when first asked for, then dropped
+        sem._groups_before, sem._change = previous._gathered_groups, patch
+        previous._groups_before = None
     sem.methods_by_name = Gathered.of(
         blocks, lambda block: block.methods_by_name, _gathered(previous, "methods_by_name"), patch
     )
