@@ -149,19 +149,58 @@ class Semantics:
         """The blocks the file's semantics was merged from, in order (one for a fresh parse)."""
         return self.whole._blocks
 
-    def per_block(self, name: str, build: Callable[[Semantics, BlockIndex], T]) -> list[T]:
+    def per_block(
+        self,
+        name: str,
+        build: Callable[[Semantics, BlockIndex], T],
+        *,
+        reads_kinds: bool = False,
+    ) -> list[T]:
         """`build(whole, block)` for each block this semantics lists (a focused view: its
         blocks), kept on the block for the next version while the file's imports and model
-        classes stay the same. For facts that read a block's own nodes and those names only."""
+        classes stay the same and, for a fact that `reads_kinds`, the kinds of the names it read
+        (through `kind_of` and `kind_of_name`, which record them). For facts that read a block's
+        own nodes and those only."""
         whole = self.whole
         key = whole.names_key
+        kinds = whole.kinds if reads_kinds else None
         found: list[T] = []
         for block in self._focus if self._focus is not None else whole._blocks:
             entry = block.cached.get(name)
             if entry is None or entry[0] is not key:
-                entry = block.cached[name] = (key, build(whole, block))
-            found.append(entry[1])
+                entry = block.cached[name] = whole._build_per_block(block, build, kinds)
+            elif entry[1] is not kinds:
+                # the kinds changed (a name renamed somewhere): still true if the kinds it read
+                # did not
+                reads = entry[3]
+                if reads is None or any(
+                    whole.kind_of_name(dotted) is not kind for dotted, kind in reads.items()
+                ):
+                    entry = block.cached[name] = whole._build_per_block(block, build, kinds)
+                else:
+                    entry = block.cached[name] = (key, kinds, entry[2], reads)
+            found.append(entry[2])
         return found
+
+    def _build_per_block(
+        self,
+        block: BlockIndex,
+        build: Callable[[Semantics, BlockIndex], T],
+        kinds: dict[str, ValueKind] | None,
+    ) -> tuple[object, object, T, dict[str, ValueKind | None] | None]:
+        if kinds is None:
+            return (self.names_key, None, build(self, block), None)
+        # the kinds it reads are recorded (and for a fact being built around it, too)
+        outer = self.kind_reads
+        reads: dict[str, ValueKind | None] = {}
+        self.kind_reads = reads
+        try:
+            value = build(self, block)
+        finally:
+            self.kind_reads = outer
+        if outer is not None:
+            outer.update(reads)
+        return (self.names_key, kinds, value, reads)
 
     def gathered(self, name: str, part: Callable[[BlockIndex], dict[str, list[N]]]) -> Gathered[N]:
         """`part(block)` of every block of the file, merged by key in source order, kept on each
@@ -491,8 +530,11 @@ class BlockIndex:
     kinds_key: object = None
     # what the function summaries take from it (see summaries.BlockSummaries)
     summaries: Any = None
-    # facts kept by Semantics.per_block: name → (the names key they were found under, fact)
-    cached: dict[str, tuple[object, Any]] = field(default_factory=dict)
+    # facts kept by Semantics.per_block: name → (the names key and the kinds they were found
+    # under, the fact, the kinds of names it read when it reads kinds)
+    cached: dict[str, tuple[object, object, Any, dict[str, ValueKind | None] | None]] = field(
+        default_factory=dict
+    )
     # its parts of the file's groups (see Semantics.gathered), by the group's name
     parts: dict[str, Any] = field(default_factory=dict)
 

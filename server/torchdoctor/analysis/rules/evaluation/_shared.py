@@ -10,9 +10,17 @@ from ...context import RuleContext
 from ...dataflow import flow_of, names_with_history
 from ...findings import Edit
 from ...function_body import own_nodes
-from ...semantics import FUNCTION_NODES, Function, Loop, Semantics, ValueKind, position
+from ...semantics import (
+    FUNCTION_NODES,
+    BlockIndex,
+    Function,
+    Loop,
+    Semantics,
+    ValueKind,
+    position,
+)
 from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
-from ...training import training_of
+from ...training import is_backward_call, is_optimizer_step, training_of
 
 EVALUATION_FUNCTION = re.compile(
     r"(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing"
@@ -149,45 +157,51 @@ def facts_of(ctx: RuleContext) -> EvaluationFacts:
     return facts
 
 
+# A training node's record: the node, the id of its function (0 at module level) and the ids
+# of the loops around it, innermost first.
+TrainingRecord = tuple[ast.AST, int, tuple[int, ...]]
+
+
 def _file_facts(sem: Semantics) -> EvaluationFacts:
     """Which loops and functions train, switch modes or call which local functions."""
-    structure = training_of(sem)
     summaries = summaries_of(sem)
-    training_nodes: list[ast.AST] = [*structure.backward_calls, *structure.step_calls]
-    training_nodes.extend(sem.calls_to("torch.autograd.grad"))
-    direct = {id(node) for node in training_nodes}
     calls_to_local = summaries.local_calls
+    # backward, step and autograd.grad calls: found block by block and kept on each block
+    records: list[TrainingRecord] = []
+    for found in sem.per_block("evaluation:training", _block_training, reads_kinds=True):
+        records.extend(found)
+    direct = {id(record[0]) for record in records}
     # calls to local helpers whose summary back-propagates or steps (`train_one_epoch(model,
     # ...)`, `self.step(loss)`); calls to functions the file does not define that receive the
     # loss or the optimizer are asked about only for loops that look like evaluation
     # (`_loop_may_train`): most calls are in no such loop
-    for call, called in calls_to_local:
-        if id(call) not in direct and summaries.by_function[id(called)].trains:
-            training_nodes.append(call)
-    training_loop_ids = {id(loop) for node in training_nodes for loop in sem.enclosing_loops(node)}
+    helpers = [
+        _training_record(sem, call)
+        for call, called in calls_to_local
+        if id(call) not in direct and summaries.by_function[id(called)].trains
+    ]
+    if helpers:
+        records = sorted([*records, *helpers], key=lambda record: position(record[0]))
     mode_functions = {
-        id(function)
-        for function in sem.functions
-        if summaries.by_function[id(function)].switches_mode
+        key for key, summary in summaries.by_function.items() if summary.switches_mode
     }
     facts = EvaluationFacts(
         [],
-        training_loop_ids,
-        sorted(training_nodes, key=position),
+        {loop for record in records for loop in record[2]},
+        [record[0] for record in records],
         {id(call): called for call, called in calls_to_local},
         calls_to_local,
         mode_functions,
     )
-    for step in facts.training_nodes:
-        owner = sem.enclosing_function(step)
-        inner = sem.enclosing_loops(step)
-        facts.steps_by_function.setdefault(id(owner) if owner else 0, []).append(
-            (position(step), id(inner[0]) if inner else 0)
-        )
-        facts.nodes_by_function.setdefault(id(owner) if owner else 0, []).append(step)
-        facts.training_node_ids.add(id(step))
-        for loop in inner:
-            facts.nodes_by_loop.setdefault(id(loop), []).append(step)
+    steps_by_function = facts.steps_by_function
+    nodes_by_function = facts.nodes_by_function
+    nodes_by_loop = facts.nodes_by_loop
+    for step, owner, loops in records:
+        steps_by_function.setdefault(owner, []).append((position(step), loops[0] if loops else 0))
+        nodes_by_function.setdefault(owner, []).append(step)
+        for loop in loops:
+            nodes_by_loop.setdefault(loop, []).append(step)
+    facts.training_node_ids = direct | {id(record[0]) for record in helpers}
     mode_calls = [
         call
         for name in ("eval", "train")
@@ -198,6 +212,27 @@ def _file_facts(sem: Semantics) -> EvaluationFacts:
     for call in sorted([*mode_calls, *helper_calls], key=position):
         facts.mode_nodes.setdefault(id(_owner_scope(sem, call)), []).append(call)
     return facts
+
+
+def _block_training(sem: Semantics, block: BlockIndex) -> list[TrainingRecord]:
+    """The block's backward, optimizer step and autograd.grad calls, in source order."""
+    qualnames = sem.qualnames_of(block)
+    nodes: list[ast.AST] = [
+        call for call in block.calls_by_attr.get("backward", ()) if is_backward_call(sem, call)
+    ]
+    nodes.extend(qualnames.get("torch.autograd.backward", ()))
+    nodes.extend(
+        call for call in block.calls_by_attr.get("step", ()) if is_optimizer_step(sem, call)
+    )
+    nodes.extend(qualnames.get("torch.autograd.grad", ()))
+    nodes.sort(key=position)
+    return [_training_record(sem, node) for node in nodes]
+
+
+def _training_record(sem: Semantics, node: ast.AST) -> TrainingRecord:
+    owner = sem.enclosing_function(node)
+    loops = tuple(id(loop) for loop in sem.enclosing_loops(node))
+    return (node, id(owner) if owner else 0, loops)
 
 
 def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, facts: EvaluationFacts) -> None:
