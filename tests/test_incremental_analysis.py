@@ -13,6 +13,7 @@ from torchdoctor.analysis import Config, Document, analyse
 from torchdoctor.analysis.assigned_calls import assignments_by_target
 from torchdoctor.analysis.bindings import module_functions
 from torchdoctor.analysis.incremental import IncrementalAnalyser
+from torchdoctor.analysis.rules.modules.activations import names_assigned_losses
 from torchdoctor.analysis.scoped import FILE_RULES
 from torchdoctor.analysis.semantics import position
 from torchdoctor.analysis.summaries import summaries_of
@@ -234,7 +235,8 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
     edits: list[tuple[int, str]],
 ) -> None:
     """The calls by attribute, by name and by qualname, the functions by name, the groups made
-    by `Semantics.gathered` (assignments by target, module-level functions), the model
+    by `Semantics.gathered` (assignments by target, module-level functions, names assigned a
+    loss), the model
     classes, the kinds of names, the enclosing loops and functions, the dotted names and the
     function summaries are carried from version to version for the blocks an edit left alone
     (semantics.merge_blocks, summaries.summaries_of): after any edits they are what a fresh
@@ -283,6 +285,9 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
             }
         assert {k: located(v) for k, v in assignments_by_target(carried).items()} == {
             k: located(v) for k, v in assignments_by_target(fresh).items()
+        }
+        assert {k: located(v) for k, v in names_assigned_losses(carried).items()} == {
+            k: located(v) for k, v in names_assigned_losses(fresh).items()
         }
         assert {k: position(v) for k, v in module_functions(carried).items()} == {
             k: position(v) for k, v in module_functions(fresh).items()

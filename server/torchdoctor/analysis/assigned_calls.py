@@ -86,7 +86,9 @@ def assignments_by_target(sem: Semantics) -> Mapping[str, list[ast.Assign | ast.
     return sem.gathered("modules:assignments", _block_assignments)
 
 
-def _block_assignments(block: BlockIndex) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
+def _block_assignments(
+    sem: Semantics, block: BlockIndex
+) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
     index: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
     for assign in block.assigns:
         if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:

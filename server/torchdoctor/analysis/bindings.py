@@ -119,7 +119,7 @@ class _LastOfEach(Mapping[str, Function]):
         return len(self._groups)
 
 
-def _module_functions_in_block(block: BlockIndex) -> dict[str, list[Function]]:
+def _module_functions_in_block(sem: Semantics, block: BlockIndex) -> dict[str, list[Function]]:
     # whether a function is nested is a fact of its own block: no ancestor of it in the block
     # is a function, a lambda or a class
     found: dict[str, list[Function]] = {}

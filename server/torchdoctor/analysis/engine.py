@@ -33,7 +33,7 @@ def run_rules(
     """The findings of the enabled rules (of `codes` only, when given). With `focus`, the rules
     visit only the nodes of those blocks: they see the whole file's facts (names, kinds,
     function summaries) but report only on what the blocks hold (see scoped.py)."""
-    enabled = config.enabled_codes(doc.path) | REGISTRY.always_on
+    enabled = _enabled_codes(config, doc.path, len(REGISTRY.infos))
     sem = doc.semantics if focus is None else doc.semantics.focused_on(focus)
     context = RuleContext(doc, sem, config)
     suppressions = _suppressions(doc.index.lines)
@@ -62,6 +62,13 @@ def check(text: str, path: str = "<stdin>", config: Config | None = None) -> lis
     # one pause for both: between two pauses the collector would scan the whole new tree
     with gc_paused():
         return analyse(Document.parse(text, path), config)
+
+
+@lru_cache(maxsize=64)
+def _enabled_codes(config: Config, path: str, registered: int) -> frozenset[str]:
+    """The codes that run on `path`: found once per configuration and file, though each edit
+    runs the rules twice (`registered`, the number of rules, keys it on the registry)."""
+    return config.enabled_codes(path) | REGISTRY.always_on
 
 
 @lru_cache(maxsize=4)

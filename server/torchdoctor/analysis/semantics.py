@@ -122,6 +122,9 @@ class Semantics:
     _gathered_groups: dict[str, Gathered[Any]] = field(default_factory=dict, repr=False)
     _groups_before: dict[str, Gathered[Any]] | None = field(default=None, repr=False)
     _change: BlockChange | None = field(default=None, repr=False)
+    _names_before: object = field(default=None, repr=False)  # the previous version's names key
+    # the memos made by `node_memo`, by name
+    _node_memos: dict[str, dict[int, tuple[ast.AST, Any]]] = field(default_factory=dict, repr=False)
 
     # The calls, assignments, loops and classes of the blocks it lists, in source order: made
     # when first asked for (an edit's analysis asks for none of the whole file's).
@@ -202,25 +205,49 @@ class Semantics:
             outer.update(reads)
         return (self.names_key, kinds, value, reads)
 
-    def gathered(self, name: str, part: Callable[[BlockIndex], dict[str, list[N]]]) -> Gathered[N]:
-        """`part(block)` of every block of the file, merged by key in source order, kept on each
-        block and, from version to version, patched where an edit changed blocks. For facts of
-        a block's own nodes alone (not of names, imports or kinds)."""
+    def gathered(
+        self,
+        name: str,
+        part: Callable[[Semantics, BlockIndex], dict[str, list[N]]],
+        *,
+        reads_names: bool = False,
+    ) -> Gathered[N]:
+        """`part(whole, block)` of every block of the file, merged by key in source order, kept
+        on each block and, from version to version, patched where an edit changed blocks. For
+        facts of a block's own nodes alone; or, when it `reads_names`, of its nodes and the
+        file's imports and model classes (then kept while those stay the same)."""
         whole = self.whole
         found = whole._gathered_groups.get(name)
         if found is None:
+            key = whole.names_key if reads_names else None
             before = whole._groups_before
             previous = before.get(name) if before is not None else None
+            if reads_names and whole._names_before is not key:
+                previous = None  # every block's part may have changed
 
             def own(block: BlockIndex) -> dict[str, list[N]]:
-                made: dict[str, list[N]] | None = block.parts.get(name)
-                if made is None:
-                    made = block.parts[name] = part(block)
-                return made
+                made: tuple[object, dict[str, list[N]]] | None = block.parts.get(name)
+                if made is None or made[0] is not key:
+                    made = block.parts[name] = (key, part(whole, block))
+                return made[1]
 
-            found = Gathered.of(whole._blocks, own, previous, whole._change)
+            def gone(block: BlockIndex) -> dict[str, list[N]]:
+                made: tuple[object, dict[str, list[N]]] = block.parts[name]
+                return made[1]  # what the previous version's group was made from
+
+            found = Gathered.of(whole._blocks, own, previous, whole._change, gone_part=gone)
             whole._gathered_groups[name] = found
         return found
+
+    def node_memo(self, name: str) -> dict[int, tuple[ast.AST, Any]]:
+        """A memo of a fact of a node (by id, with the node: an entry answers only for the node
+        it was made for) that reads the node's subtree and the file's imports and model classes
+        alone: kept from version to version while those stay the same."""
+        whole = self.whole
+        memo = whole._node_memos.get(name)
+        if memo is None:
+            memo = whole._node_memos[name] = {}
+        return memo
 
     @property
     def whole(self) -> Semantics:
@@ -535,8 +562,9 @@ class BlockIndex:
     cached: dict[str, tuple[object, object, Any, dict[str, ValueKind | None] | None]] = field(
         default_factory=dict
     )
-    # its parts of the file's groups (see Semantics.gathered), by the group's name
-    parts: dict[str, Any] = field(default_factory=dict)
+    # its parts of the file's groups (see Semantics.gathered), by the group's name, with the
+    # names key they were made under
+    parts: dict[str, tuple[object, Any]] = field(default_factory=dict)
 
 
 # Stands for the module while a block is indexed without it.
@@ -761,6 +789,13 @@ def merge_blocks(
     if previous is not None and previous.names_key == names_key:
         names_key = previous.names_key
     sem.names_key = names_key
+    if previous is not None:
+        sem._names_before = previous.names_key
+        if names_key is previous.names_key:
+            # a node's facts that read its subtree and these names stay true
+            sem._node_memos = {
+                name: _carried(memo, sem.parents) for name, memo in previous._node_memos.items()
+            }
     if previous is not None and names_key is previous.names_key and patch is not None:
         _patch_value_kinds(sem, previous, patch)
     else:

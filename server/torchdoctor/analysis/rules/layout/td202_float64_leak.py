@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...file_facts import file_fact
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
-from ...semantics import ValueKind
+from ...semantics import BlockIndex, Semantics, ValueKind
 from ._shared import element_for, int_constant, is_device_like, is_module_instance, reaching_binding
 
 NUMPY_FLOAT_RANDOM = frozenset(
@@ -166,30 +166,32 @@ def _sets_default_dtype(ctx: RuleContext) -> bool:
 @file_fact("float64-model")
 def _has_float64_model(ctx: RuleContext) -> bool:
     """The file converts a model to float64 (`model.double()`, `net.to(torch.float64)`)."""
-    sem = ctx.sem.whole
+    return any(ctx.sem.whole.per_block("layout:float64-model", _float64_model_in, reads_kinds=True))
+
+
+def _float64_model_in(sem: Semantics, block: BlockIndex) -> bool:
     for attr in ("double", "to", "type"):
-        for call in sem.method_calls(attr):
+        for call in block.calls_by_attr.get(attr, ()):
             func = call.func
-            assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+            assert isinstance(func, ast.Attribute)  # calls by attribute: attribute calls
             receiver = func.value
             is_model = (
                 sem.kind_of(receiver) is ValueKind.MODEL
                 or (isinstance(receiver, ast.Name) and receiver.id == "self")
-                or (isinstance(receiver, ast.Call) and _builds_module(ctx, receiver))
+                or (isinstance(receiver, ast.Call) and _builds_module(sem, receiver))
             )
             if not is_model:
                 continue
             if attr == "double":
                 return True
             values = [*call.args, *(k.value for k in call.keywords)]
-            if any(_spells_float64(ctx, v) for v in values):
+            if any(_spells_float64(sem, v) for v in values):
                 return True
     return False
 
 
-def _builds_module(ctx: RuleContext, call: ast.Call) -> bool:
+def _builds_module(sem: Semantics, call: ast.Call) -> bool:
     """`nn.Linear(10, 1)`, `Net()`, `model.to(device)`: an expression that makes a module."""
-    sem = ctx.sem
     if sem.kind_of(call.func) is ValueKind.MODEL:
         return True
     dotted = sem.dotted(call.func)
@@ -203,17 +205,17 @@ def _builds_module(ctx: RuleContext, call: ast.Call) -> bool:
     if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "float"):
         receiver = func.value
         if isinstance(receiver, ast.Call):
-            return _builds_module(ctx, receiver)
+            return _builds_module(sem, receiver)
         return sem.kind_of(receiver) is ValueKind.MODEL
     return False
 
 
-def _spells_float64(ctx: RuleContext, node: ast.AST) -> bool:
+def _spells_float64(sem: Semantics, node: ast.AST) -> bool:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value in FLOAT64_SPELLINGS
     if isinstance(node, ast.Name) and node.id == "float":
         return True
-    name = ctx.sem.qualname(node) or ""
+    name = sem.qualname(node) or ""
     return name in FLOAT64_SPELLINGS or name.endswith("DoubleTensor")
 
 
@@ -270,7 +272,7 @@ def _is_numpy_float64(ctx: RuleContext, expr: ast.AST, at: ast.AST, depth: int) 
             return _numpy_call_is_float64(ctx, expr, qualname)
         if isinstance(func, ast.Attribute):
             if func.attr == "astype" and expr.args:
-                return _spells_float64(ctx, expr.args[0])
+                return _spells_float64(ctx.sem, expr.args[0])
             if func.attr in ("random", "normal", "standard_normal", "uniform", "exponential"):
                 return _is_numpy_generator(ctx, func.value, at)
             if func.attr in ("copy", "reshape", "squeeze", "transpose", "flatten", "ravel"):
@@ -304,7 +306,7 @@ def _numpy_call_is_float64(ctx: RuleContext, call: ast.Call, qualname: str) -> b
     last = qualname.rsplit(".", 1)[-1]
     dtype = next((k.value for k in call.keywords if k.arg == "dtype"), None)
     if dtype is not None:
-        return _spells_float64(ctx, dtype)
+        return _spells_float64(ctx.sem, dtype)
     if qualname.startswith("numpy.random.") and qualname.count(".") == 2:
         return last in NUMPY_FLOAT_RANDOM
     if qualname.count(".") != 1:

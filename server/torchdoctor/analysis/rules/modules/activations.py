@@ -4,6 +4,7 @@ it, through names, layers and model outputs (TD305, TD306)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...assigned_calls import assignments_by_target, definition_of, without_moves
@@ -93,7 +94,7 @@ def loss_calls(ctx: RuleContext) -> list[LossCall]:
     if cached is not None:
         return cached
     found: list[LossCall] = []
-    criteria = _names_assigned_losses(sem)
+    criteria = names_assigned_losses(sem)
     last_parts = {name.rsplit(".", 1)[-1] for name in criteria}
     for call in sem.calls:
         func = call.func
@@ -129,18 +130,14 @@ def loss_calls(ctx: RuleContext) -> list[LossCall]:
     return found
 
 
-def _names_assigned_losses(sem: Semantics) -> set[str]:
-    """Names and attributes this file assigns a loss module to (`criterion = nn.BCELoss()`)."""
-    found = sem.derived.get("modules:loss-names")
-    if found is None:
-        found = sem.derived["modules:loss-names"] = set().union(
-            *sem.whole.per_block("modules:loss-names", _block_loss_names)
-        )
-    return found
+def names_assigned_losses(sem: Semantics) -> Mapping[str, list[ast.expr]]:
+    """Names and attributes this file assigns a loss module to (`criterion = nn.BCELoss()`),
+    with the values."""
+    return sem.gathered("modules:loss-names", _block_loss_names, reads_names=True)
 
 
-def _block_loss_names(sem: Semantics, block: BlockIndex) -> frozenset[str]:
-    names: set[str] = set()
+def _block_loss_names(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.expr]]:
+    names: dict[str, list[ast.expr]] = {}
     for assign in block.assigns:
         if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:
             continue
@@ -158,8 +155,8 @@ def _block_loss_names(sem: Semantics, block: BlockIndex) -> frozenset[str]:
         for target in targets:
             dotted = sem.dotted(target)
             if dotted is not None:
-                names.add(dotted)
-    return frozenset(names)
+                names.setdefault(dotted, []).append(assign.value)
+    return names
 
 
 def _input_argument(call: ast.Call) -> ast.expr | None:

@@ -188,13 +188,17 @@ def built_from(sem: Semantics, node: ast.AST) -> str | None:
 def _constructors_assigned(
     sem: Semantics, dotted: str, assigns: list[ast.Assign | ast.AnnAssign]
 ) -> set[str | None]:
-    """The classes the file's assignments to `dotted` build, memoised per name."""
-    cache: dict[str, set[str | None]] = sem.derived.setdefault("modules:constructors_assigned", {})
-    built = cache.get(dotted)
-    if built is None:
-        built = cache[dotted] = {
-            constructor_name(sem, a.value) for a in assigns if a.value is not None
-        }
+    """The classes the file's assignments to `dotted` build."""
+    memo = sem.node_memo("modules:constructor")
+    built: set[str | None] = set()
+    for assign in assigns:
+        value = assign.value
+        if value is None:
+            continue
+        entry = memo.get(id(value))
+        if entry is None or entry[0] is not value:
+            entry = memo[id(value)] = (value, constructor_name(sem, value))
+        built.add(entry[1])
     return built
 
 
