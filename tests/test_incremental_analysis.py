@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from torchdoctor.analysis import Config, Document, analyse
 from torchdoctor.analysis.assigned_calls import assignments_by_target
 from torchdoctor.analysis.bindings import module_functions
+from torchdoctor.analysis.blocks import scan
 from torchdoctor.analysis.incremental import IncrementalAnalyser
 from torchdoctor.analysis.rules.modules.activations import names_assigned_losses
 from torchdoctor.analysis.scoped import FILE_RULES
@@ -74,6 +75,10 @@ def _assert_same_as_fresh(analyser: IncrementalAnalyser, text: str) -> None:
     assert document.text == fresh.text
     assert document.index == fresh.index
     assert findings == analyse(fresh, ALL)
+    blocks = analyser.blocks()
+    if blocks is not None:
+        # the blocks it keeps are where a fresh scan of the lines puts them
+        assert [(block.start, block.end) for block in blocks] == scan(fresh.index.lines).blocks()
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))

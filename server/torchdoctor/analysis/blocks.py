@@ -16,6 +16,7 @@ the statement before (`else:`, `except:`, a closing bracket) and does not follow
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 CONTINUATION_KEYWORDS = frozenset({"else", "elif", "except", "finally", "case"})
@@ -86,14 +87,16 @@ def rescan(
         return previous
     delta = count - old_count
     states = list(previous.states[: first + 1])
-    starts = [start for start in previous.starts if start < first]
+    old_starts = previous.starts
+    starts = list(old_starts[: bisect_left(old_starts, first)])
     state = states[first]
     number = first
     while number < count:
         if number >= count - same and state == previous.states[number - delta]:
             # the rest of the file scans as it did before, moved by `delta` lines
             states.extend(previous.states[number - delta + 1 :])
-            starts.extend(start + delta for start in previous.starts if start >= number - delta)
+            kept = old_starts[bisect_left(old_starts, number - delta) :]
+            starts.extend(kept if not delta else (start + delta for start in kept))
             break
         starts_block, state = _step(lines[number], state)
         if starts_block:

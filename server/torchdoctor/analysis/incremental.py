@@ -17,6 +17,7 @@ scanner's blocks.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from .blocks import BlockScan, rescan, scan, unchanged_ends
@@ -140,17 +141,9 @@ class IncrementalAnalyser:
         lines = index.lines
         ends = unchanged_ends(previous.scan.lines, lines)
         block_scan = rescan(previous.scan, lines, ends)
-        available: dict[str, list[ParsedBlock]] = {}
-        for block in previous.blocks:
-            available.setdefault(block.text, []).append(block)
-        unchanged = _UnchangedEnds(ends, len(previous.scan.lines), len(lines), previous.blocks)
-        blocks: list[ParsedBlock] = []
-        for start, end in block_scan.blocks():
-            same = unchanged.block(start, end)
-            if same is not None and _take(available, same, start):
-                blocks.append(same)
-            else:
-                blocks.append(_reuse_or_parse(available, lines, start, end))
+        blocks = _blocks_around_edit(previous, block_scan, ends)
+        if blocks is None:
+            blocks = _blocks_matched(previous, block_scan, ends)
         if any(block.problems for block in blocks):
             # the file is broken: what a fresh parse makes of it is each block parsed alone
             for position, block in enumerate(blocks):
@@ -160,6 +153,75 @@ class IncrementalAnalyser:
             # the scanner may have cut a statement: let a whole parse decide, and start over
             return _first_version(text, path, index)
         return _version(text, path, index, block_scan, blocks, previous.document.semantics)
+
+
+def _blocks_around_edit(
+    previous: Version, block_scan: BlockScan, ends: tuple[int, int]
+) -> list[ParsedBlock] | None:
+    """The blocks of the new version: the previous version's before the first changed line and
+    after the last (moved by the change in line count), and the ones between found again or
+    parsed. None when the blocks at the ends do not line up with the old ones (the scanner
+    cut them otherwise: `_blocks_matched` sorts it out)."""
+    lines = block_scan.lines
+    old_blocks = previous.blocks
+    bounds = (*block_scan.starts, len(lines))
+    old_bounds = (*previous.scan.starts, len(previous.scan.lines))
+    if len(old_bounds) != len(old_blocks) + 1:
+        return None
+    first, same = ends
+    delta = len(lines) - len(previous.scan.lines)
+    # the blocks wholly before the first changed line: their bounds are the old ones
+    prefix = bisect_right(bounds, first) - 1
+    if bounds[: prefix + 1] != old_bounds[: prefix + 1]:
+        return None
+    # the blocks wholly in the lines left alone at the end, and where they were
+    suffix = max(bisect_left(bounds, len(lines) - same), prefix)
+    old_suffix = suffix + len(old_bounds) - len(bounds)
+    if old_suffix < prefix:
+        return None
+    kept_bounds = old_bounds[old_suffix:]
+    if delta:
+        kept_bounds = tuple(bound + delta for bound in kept_bounds)
+    if bounds[suffix:] != kept_bounds:
+        return None
+    available: dict[str, list[ParsedBlock]] = {}
+    for block in old_blocks[prefix:old_suffix]:
+        available.setdefault(block.text, []).append(block)
+    middle = [
+        _reuse_or_parse(available, lines, bounds[place], bounds[place + 1])
+        for place in range(prefix, suffix)
+    ]
+    after = old_blocks[old_suffix:]
+    if delta:
+        for place, block in enumerate(after):
+            if block.problems:
+                # a syntax error's message may name a line: parsed again where it now stands
+                after[place] = _parse_new_block(
+                    lines, block.start + delta, block.end + delta, block.text
+                )
+            else:
+                block.move_to(block.start + delta)
+    return old_blocks[:prefix] + middle + after
+
+
+def _blocks_matched(
+    previous: Version, block_scan: BlockScan, ends: tuple[int, int]
+) -> list[ParsedBlock]:
+    """The blocks of the new version, each matched with an old block by its place at the
+    unchanged ends or by its text."""
+    lines = block_scan.lines
+    available: dict[str, list[ParsedBlock]] = {}
+    for block in previous.blocks:
+        available.setdefault(block.text, []).append(block)
+    unchanged = _UnchangedEnds(ends, len(previous.scan.lines), len(lines), previous.blocks)
+    blocks: list[ParsedBlock] = []
+    for start, end in block_scan.blocks():
+        same = unchanged.block(start, end)
+        if same is not None and _take(available, same, start):
+            blocks.append(same)
+        else:
+            blocks.append(_reuse_or_parse(available, lines, start, end))
+    return blocks
 
 
 class _UnchangedEnds:
