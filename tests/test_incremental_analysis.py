@@ -321,3 +321,29 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
             assert (mine_function and mine_function.name) == (
                 theirs_function and theirs_function.name
             )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_change_between_two_versions_names_the_blocks_that_went_and_came(
+    data: st.DataObject,
+) -> None:
+    """`BlockChange.between` (semantics.merge_blocks) against a plain comparison of the lists:
+    the blocks of each version are distinct objects; an edit replaces a run of them, and may
+    move one of those it keeps."""
+    from torchdoctor.analysis.semantics import BlockChange
+
+    before = [object() for _ in range(data.draw(st.integers(0, 12)))]
+    cut = sorted(data.draw(st.lists(st.integers(0, len(before)), min_size=2, max_size=2)))
+    inserted = [object() for _ in range(data.draw(st.integers(0, 3)))]
+    after = before[: cut[0]] + inserted + before[cut[1] :]
+    if len(after) > 1 and data.draw(st.booleans()):
+        i, j = data.draw(st.lists(st.integers(0, len(after) - 1), min_size=2, max_size=2))
+        after[i], after[j] = after[j], after[i]
+    change = BlockChange.between(before, after)  # type: ignore[arg-type]
+    assert change.gone == [block for block in before if block not in after]
+    assert change.gone_at == [place for place, block in enumerate(before) if block not in after]
+    assert change.added == [block for block in after if block not in before]
+    assert change.added_at == [place for place, block in enumerate(after) if block not in before]
+    kept_old_places = [before.index(block) for block in after if block in before]
+    assert change.in_order == (kept_old_places == sorted(kept_old_places))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import operator
 import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, ValuesView
@@ -817,11 +818,20 @@ class BlockChange:
 
     @classmethod
     def between(cls, before: list[BlockIndex], after: list[BlockIndex]) -> BlockChange:
-        had = {id(block): place for place, block in enumerate(before)}
+        # the runs of the same blocks at both ends, compared by identity in C: an edit changes
+        # one block or a few of hundreds
+        shorter = min(len(before), len(after))
+        same_start = list(map(operator.is_, before[:shorter], after[:shorter]))
+        first = same_start.index(False) if False in same_start else shorter
+        same_end = list(map(operator.is_, reversed(before[first:]), reversed(after[first:])))
+        kept_at_end = same_end.index(False) if False in same_end else len(same_end)
+        old_middle = before[first : len(before) - kept_at_end]
+        new_middle = after[first : len(after) - kept_at_end]
+        had = {id(block): place for place, block in enumerate(old_middle, first)}
         kept_places: list[int] = []
         added: list[BlockIndex] = []
         added_at: list[int] = []
-        for place, block in enumerate(after):
+        for place, block in enumerate(new_middle, first):
             old = had.pop(id(block), None)
             if old is None:
                 added.append(block)
