@@ -14,6 +14,7 @@ from torchdoctor.analysis.assigned_calls import assignments_by_target
 from torchdoctor.analysis.bindings import module_functions
 from torchdoctor.analysis.blocks import scan
 from torchdoctor.analysis.incremental import IncrementalAnalyser
+from torchdoctor.analysis.rules.api.references import attribute_references
 from torchdoctor.analysis.rules.modules.activations import names_assigned_losses
 from torchdoctor.analysis.scoped import FILE_RULES
 from torchdoctor.analysis.semantics import position
@@ -230,7 +231,9 @@ def test_the_unchanged_start_and_end_of_two_versions_are_found_exactly(
     st.lists(
         st.tuples(
             st.integers(0, 10_000),
-            st.sampled_from(["type", "insert", "delete", "call", "helper", "class", "kind"]),
+            st.sampled_from(
+                ["type", "insert", "delete", "call", "helper", "class", "kind", "reference"]
+            ),
         ),
         min_size=1,
         max_size=6,
@@ -241,7 +244,7 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
 ) -> None:
     """The calls by attribute, by name and by qualname, the functions by name, the groups made
     by `Semantics.gathered` (assignments by target, module-level functions, names assigned a
-    loss), the model
+    loss, attribute references), the import statements, the model
     classes, the kinds of names, the enclosing loops and functions, the dotted names and the
     function summaries are carried from version to version for the blocks an edit left alone
     (semantics.merge_blocks, summaries.summaries_of): after any edits they are what a fresh
@@ -257,6 +260,8 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
         "helper": ["def helper(loss):", "    loss.backward()"],
         "class": ["class Wide(Head2):", "    pass"],
         "kind": ["crit = nn.MSELoss()"],
+        # a deprecated symbol used as a value, and an import
+        "reference": ["fwd = torch.cuda.amp.custom_fwd", "import os.path"],
     }
     for where, kind in edits:
         line = where % len(lines)
@@ -294,6 +299,10 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
         assert {k: located(v) for k, v in names_assigned_losses(carried).items()} == {
             k: located(v) for k, v in names_assigned_losses(fresh).items()
         }
+        assert [(r.qualname, position(r.node)) for r in attribute_references(carried)] == [
+            (r.qualname, position(r.node)) for r in attribute_references(fresh)
+        ]
+        assert located(carried.import_statements) == located(fresh.import_statements)
         assert {k: position(v) for k, v in module_functions(carried).items()} == {
             k: position(v) for k, v in module_functions(fresh).items()
         }

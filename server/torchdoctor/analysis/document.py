@@ -12,6 +12,7 @@ from .blocks import is_continuation, scan
 from .findings import Span
 from .gc_pause import gc_paused
 from .lines import LineIndex
+from .noqa import Suppression, find_suppressions
 from .semantics import Semantics, build_semantics
 
 # Repairs per top-level block before the block is given up; each repair re-parses one block.
@@ -37,6 +38,9 @@ class Document:
     # file's blocks each parsed alone (incremental.py)
     parsed_whole: bool = field(default=False, repr=False, compare=False)
     _semantics: Semantics | None = field(default=None, init=False, repr=False, compare=False)
+    _suppressions: dict[int, Suppression] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def parse(cls, text: str, path: str = "<unknown>") -> Document:
@@ -52,6 +56,15 @@ class Document:
         if self._semantics is None:
             self._semantics = build_semantics(self.tree)
         return self._semantics
+
+    @property
+    def suppressions(self) -> dict[int, Suppression]:
+        """The noqa comments by line: found once, though an edit runs the rules in parts."""
+        if self._suppressions is None:
+            # one scan in C first: most files have no noqa at all
+            has_noqa = "noqa" in self.text.lower()
+            self._suppressions = find_suppressions(self.index.lines) if has_noqa else {}
+        return self._suppressions
 
     @property
     def fully_parsed(self) -> bool:

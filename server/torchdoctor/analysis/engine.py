@@ -12,7 +12,6 @@ from .context import RuleContext
 from .document import Document
 from .findings import REGISTRY, Finding, Severity
 from .gc_pause import gc_paused
-from .noqa import Suppression, find_suppressions
 from .rule_runner import findings_of
 from .semantics import BlockIndex
 
@@ -36,7 +35,7 @@ def run_rules(
     enabled = _enabled_codes(config, doc.path, len(REGISTRY.infos))
     sem = doc.semantics if focus is None else doc.semantics.focused_on(focus)
     context = RuleContext(doc, sem, config)
-    suppressions = _suppressions(doc.index.lines)
+    suppressions = doc.suppressions
     findings: list[Finding] = []
     chosen = enabled if codes is None else enabled.intersection(codes)
     for code in sorted(chosen.difference(exclude)):
@@ -69,12 +68,6 @@ def _enabled_codes(config: Config, path: str, registered: int) -> frozenset[str]
     """The codes that run on `path`: found once per configuration and file, though each edit
     runs the rules twice (`registered`, the number of rules, keys it on the registry)."""
     return config.enabled_codes(path) | REGISTRY.always_on
-
-
-@lru_cache(maxsize=4)
-def _suppressions(lines: tuple[str, ...]) -> dict[int, Suppression]:
-    """The noqa comments of a version: found once, though an edit runs the rules in parts."""
-    return find_suppressions(lines)
 
 
 def _with_severity(finding: Finding, severity: Severity) -> Finding:

@@ -93,6 +93,8 @@ class Semantics:
     # the calls `name(...)` by the name they call
     calls_by_name: Mapping[str, list[ast.Call]] = field(default_factory=dict)
     functions: list[Function] = field(default_factory=list)
+    # every import statement, at any depth, in source order
+    import_statements: list[ast.Import | ast.ImportFrom] = field(default_factory=list)
     # the file's functions by name, in source order: methods, and the others
     methods_by_name: Mapping[str, list[Function]] = field(default_factory=dict)
     plain_functions_by_name: Mapping[str, list[Function]] = field(default_factory=dict)
@@ -736,7 +738,7 @@ def merge_blocks(
     functions = sem.functions
     bindings = sem.bindings_by_scope
     module_bindings = bindings[id(tree)]
-    imports: list[ast.Import | ast.ImportFrom] = []
+    imports = sem.import_statements
     for block in blocks:
         for statement in block.statements:
             parents[statement] = tree

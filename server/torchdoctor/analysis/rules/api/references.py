@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ...context import RuleContext
-from ...semantics import BlockIndex, Semantics
+from ...semantics import BlockIndex, Semantics, position
 from .symbols import AMP_SYMBOLS, DEPRECATED, PRIVATE_ALIASES, REMOVED
 
 V2_TO_TENSOR = (
@@ -61,22 +61,25 @@ class _Reference:
 
 
 def attribute_references(sem: Semantics) -> list[_Reference]:
-    """Attribute chains used as values (decorators, base classes, arguments, right-hand sides),
-    found through the indexes, not by walking the tree again. Calls are handled separately."""
-    cached: list[_Reference] | None = sem.derived.get("api.references")
+    """Attribute chains used as values (decorators, base classes, arguments, right-hand sides)
+    in the whole file, found through the indexes, not by walking the tree again. Calls are
+    handled separately."""
+    whole = sem.whole
+    cached: list[_Reference] | None = whole.derived.get("api.references")
     if cached is not None:
         return cached
-    # found block by block and kept on each block while the imports stay (an edit is cheap)
+    # found block by block, kept on each block while the imports stay, and grouped by what
+    # they name across versions (an edit is cheap)
+    groups = whole.gathered("api.references", _block_references, reads_names=True)
     references = [
-        reference
-        for found in sem.per_block("api.references", _block_references)
-        for reference in found
+        _Reference(node, qualname) for qualname, nodes in groups.items() for node in nodes
     ]
-    sem.derived["api.references"] = references
+    references.sort(key=lambda reference: position(reference.node))
+    whole.derived["api.references"] = references
     return references
 
 
-def _block_references(sem: Semantics, block: BlockIndex) -> list[_Reference]:
+def _block_references(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Attribute]]:
     candidates: list[ast.AST] = []
     for function in block.functions:
         candidates.extend(function.decorator_list)
@@ -90,7 +93,7 @@ def _block_references(sem: Semantics, block: BlockIndex) -> list[_Reference]:
     for assign in block.assigns:
         if assign.value is not None:
             candidates.append(assign.value)
-    references: list[_Reference] = []
+    references: dict[str, list[ast.Attribute]] = {}
     seen: set[int] = set()
     for node in candidates:
         if type(node) is not ast.Attribute or id(node) in seen:
@@ -100,7 +103,9 @@ def _block_references(sem: Semantics, block: BlockIndex) -> list[_Reference]:
             continue
         qualname = sem.qualname(node)
         if qualname is not None:
-            references.append(_Reference(node, qualname))
+            references.setdefault(qualname, []).append(node)
+    for nodes in references.values():
+        nodes.sort(key=position)  # source order, as the group is merged
     return references
 
 
@@ -114,14 +119,8 @@ def _in_private_module(node: ast.Attribute) -> bool:
 
 
 def import_nodes(ctx: RuleContext) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement, in source order (one walk, shared by the rules that need it)."""
-    sem = ctx.sem
-    cached = sem.derived.get("api.imports")
-    if cached is None:
-        cached = [node for node in sem.parents if isinstance(node, ast.Import | ast.ImportFrom)]
-        cached.sort(key=lambda node: (node.lineno, node.col_offset))
-        sem.derived["api.imports"] = cached
-    return cached
+    """Every import statement of the file, in source order."""
+    return ctx.sem.whole.import_statements
 
 
 def imported_qualnames(node: ast.ImportFrom) -> Iterator[tuple[ast.alias, str]]:
