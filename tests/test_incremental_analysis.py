@@ -303,6 +303,8 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
             (r.qualname, position(r.node)) for r in attribute_references(fresh)
         ]
         assert located(carried.import_statements) == located(fresh.import_statements)
+        for name in ("model", "optimizer", "criterion", "crit", "sampler", "fwd", "self.proj"):
+            assert located(carried.assigned_values(name)) == located(fresh.assigned_values(name))
         assert {k: position(v) for k, v in module_functions(carried).items()} == {
             k: position(v) for k, v in module_functions(fresh).items()
         }

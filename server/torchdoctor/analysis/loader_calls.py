@@ -74,8 +74,13 @@ def loader_calls(sem: Semantics) -> list[tuple[ast.Call, Arguments]]:
     """Every `torch.utils.data.DataLoader(...)` in the document, under any import alias."""
     found = sem.derived.get("data:loaders")
     if found is None:
-        found = sem.derived["data:loaders"] = [
-            (call, bind_arguments(call, LOADER_POSITIONAL))
-            for call in sem.calls_to(*LOADER_CLASSES)
-        ]
+        # a call's arguments are bound once, and kept while its block is
+        memo = sem.node_memo("data:loader-arguments")
+        found = []
+        for call in sem.calls_to(*LOADER_CLASSES):
+            entry = memo.get(id(call))
+            if entry is None or entry[0] is not call:
+                entry = memo[id(call)] = (call, bind_arguments(call, LOADER_POSITIONAL))
+            found.append((call, entry[1]))
+        sem.derived["data:loaders"] = found
     return found

@@ -121,10 +121,15 @@ def analyse_scoped(
             block.kept = None
         elif delta:
             block.kept = BlockFindings(key, block.start, moved)
-    if FILE_RULES:
-        findings.extend(run_rules(document, config, codes=FILE_RULES))
-    findings.sort(key=lambda f: (f.span.start_line, f.span.start_col, f.code))
+    # the blocks' findings are in order (each block's are, and lie in its lines): the file
+    # rules' few go in where they belong, after any equal ones, as a stable sort puts them
+    for finding in run_rules(document, config, codes=FILE_RULES):
+        findings.insert(bisect_right(findings, _order(finding), key=_order), finding)
     return findings
+
+
+def _order(finding: Finding) -> tuple[int, int, str]:
+    return (finding.span.start_line, finding.span.start_col, finding.code)
 
 
 def _store(findings: list[Finding], blocks: list[ParsedBlock], key: object) -> None:

@@ -494,18 +494,8 @@ class Semantics:
 
     def assigned_values(self, dotted: str) -> list[ast.expr]:
         """Every value assigned to a dotted name anywhere in the file (`self.scheduler` → its
-        calls), augmented assignments left out. The index is built on the first question."""
-        if self._whole is not None:
-            return self._whole.assigned_values(dotted)  # a fact about the file
-        found: list[ast.expr] = []
-        # each block's index is built once and kept while the block is (see incremental.py)
-        for block in self._blocks:
-            if block.assigned is None:
-                block.assigned = _assigned_by_name(block.assigns)
-            values = block.assigned.get(dotted)
-            if values:
-                found.extend(values)
-        return found
+        calls), augmented assignments left out."""
+        return list(self.gathered("semantics:assigned", _assigned_in_block).get(dotted, ()))
 
     def is_optimizer(self, node: ast.AST) -> bool:
         return self.kind_of(node) is ValueKind.OPTIMIZER
@@ -553,8 +543,6 @@ class BlockIndex:
     # the calls by qualname under the imports they were resolved with (see Semantics.qualnames_of)
     qualnames: dict[str, list[ast.Call]] | None = None
     qualnames_imports: dict[str, str] | None = None
-    # the values assigned to each dotted name (see Semantics.assigned_values)
-    assigned: dict[str, list[ast.expr]] | None = None
     # the kinds its assignments and annotations give names (see _record_value_kinds)
     kinds: BlockKinds | None = None
     kinds_key: object = None
@@ -1084,6 +1072,10 @@ def _is_module_base(qualname: str) -> bool:
 # holds" (`model = net.to(device)`), resolved in source order across the blocks.
 KindSource = ValueKind | str
 BlockKinds = tuple[list[tuple[tuple[str, ...], KindSource]], list[tuple[str, ValueKind]]]
+
+
+def _assigned_in_block(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.expr]]:
+    return _assigned_by_name(block.assigns)
 
 
 def _assigned_by_name(

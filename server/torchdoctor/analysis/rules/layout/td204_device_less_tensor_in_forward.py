@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
-from ...semantics import ValueKind
+from ...semantics import Function, Semantics, ValueKind
 from ._shared import is_tensor_call, used_as_tensor
 
 SIZE_ATTRIBUTES = ("shape", "ndim", "dtype", "device", "is_cuda", "layout")
@@ -88,17 +88,9 @@ MIXING_METHODS = (
 )
 def device_less_tensor_in_forward(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    forwards = {
-        id(item): item
-        for cls in sem.module_classes.values()
-        for item in cls.body
-        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == "forward"
-    }
-    if not forwards:
-        return
     for call in sem.calls_to(*CPU_FACTORIES):
-        function = sem.enclosing_function(call)
-        if function is None or id(function) not in forwards:
+        function = _forward_around(sem, call)
+        if function is None:
             continue
         if any(k.arg == "device" or k.arg is None for k in call.keywords):
             continue
@@ -328,3 +320,14 @@ def _forward_input_is_tensor(
             if dotted.startswith("self.") and ctx.sem.kind_of(parent.func) is ValueKind.MODEL:
                 return True
     return False
+
+
+def _forward_around(sem: Semantics, node: ast.AST) -> Function | None:
+    """The `forward` method of one of the file's module classes that `node` is in."""
+    function = sem.enclosing_function(node)
+    if function is None or function.name != "forward":
+        return None
+    owner = sem.parent(function)
+    if isinstance(owner, ast.ClassDef) and sem.module_classes.get(owner.name) is owner:
+        return function
+    return None
