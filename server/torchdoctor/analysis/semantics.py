@@ -126,6 +126,10 @@ class Semantics:
     _groups_before: dict[str, Gathered[Any]] | None = field(default=None, repr=False)
     _change: BlockChange | None = field(default=None, repr=False)
     _names_before: object = field(default=None, repr=False)  # the previous version's names key
+    _kinds_before: dict[str, ValueKind] | None = field(default=None, repr=False)
+    # facts a later version patches rather than makes again (see `fact_before`), by name
+    _kept: dict[str, Any] = field(default_factory=dict, repr=False)
+    _kept_before: dict[str, Any] | None = field(default=None, repr=False)
     # the memos made by `node_memo`, by name
     _node_memos: dict[str, dict[int, tuple[ast.AST, Any]]] = field(default_factory=dict, repr=False)
 
@@ -241,6 +245,24 @@ class Semantics:
             found = Gathered.of(whole._blocks, own, previous, whole._change, gone_part=gone)
             whole._gathered_groups[name] = found
         return found
+
+    def fact_before(self, name: str) -> tuple[Any, BlockChange] | None:
+        """The fact `name` the previous version kept (`keep_fact`) and the change from it to
+        this one: when few blocks changed, the others kept their order, and the imports, model
+        classes and kinds of names are what they were (so the fact of every kept block is)."""
+        whole = self.whole
+        before = whole._kept_before
+        change = whole._change
+        if before is None or change is None or name not in before:
+            return None
+        if whole._names_before is not whole.names_key or whole._kinds_before is not whole.kinds:
+            return None
+        return before[name], change
+
+    def keep_fact(self, name: str, value: Any) -> None:
+        """Keep a fact for the next version to patch (see `fact_before`); it must not refer to
+        this semantics."""
+        self.whole._kept[name] = value
 
     def node_memo(self, name: str) -> dict[int, tuple[ast.AST, Any]]:
         """A memo of a fact of a node (by id, with the node: an entry answers only for the node
@@ -762,6 +784,8 @@ def merge_blocks(
         # groups the previous version made are patched when first asked for, then dropped
         sem._groups_before, sem._change = previous._gathered_groups, patch
         previous._groups_before = None
+        sem._kept_before = previous._kept
+        previous._kept_before = None
     sem.methods_by_name = Gathered.of(
         blocks, lambda block: block.methods_by_name, _gathered(previous, "methods_by_name"), patch
     )
@@ -791,6 +815,8 @@ def merge_blocks(
         _patch_value_kinds(sem, previous, patch)
     else:
         _record_value_kinds(sem, blocks)
+    if previous is not None:
+        sem._kinds_before = previous.kinds
     return sem
 
 

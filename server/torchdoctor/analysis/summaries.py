@@ -356,13 +356,8 @@ class BlockSummaries:
 
 
 def _build(sem: Semantics) -> Summaries:
-    by_function: dict[int, FunctionSummary] = {}
-    for block in sem.blocks:
-        parts = block.summaries
-        if parts is None or not parts.hold(sem):
-            parts = block.summaries = _block_summaries(sem, block, sem.names_key)
-        for own in parts.own:
-            by_function[id(own.function)] = own  # copied when it changes (Summaries.writable)
+    own_summaries = _own_summaries(sem)
+    by_function = dict(own_summaries)  # an entry is copied when it changes (Summaries.writable)
     # the calls that may run a local function: by the name of each function that is the only
     # one (plain or method) of its name, `name(...)` or `x.name(...)`
     resolved: dict[int, Function] = {}
@@ -393,6 +388,32 @@ def _build(sem: Semantics) -> Summaries:
     _mark_no_grad_decorators(sem, summaries)
     _propagate(sem, summaries, callers, callees)
     return summaries
+
+
+def _own_summaries(sem: Semantics) -> dict[int, FunctionSummary]:
+    """Each function's own summary, by its id: the previous version's, changed where blocks
+    came and went, while no kind of name changed; else each block's, found again where the
+    kinds it read changed."""
+    carried = sem.fact_before("summaries:own")
+    if carried is not None:
+        before, change = carried
+        own_summaries: dict[int, FunctionSummary] = dict(before)
+        for block in change.gone:
+            assert block.summaries is not None  # the previous version summarised every block
+            for own in block.summaries.own:
+                del own_summaries[id(own.function)]
+        changed = change.added
+    else:
+        own_summaries = {}
+        changed = sem.blocks
+    for block in changed:
+        parts = block.summaries
+        if parts is None or not parts.hold(sem):
+            parts = block.summaries = _block_summaries(sem, block, sem.names_key)
+        for own in parts.own:
+            own_summaries[id(own.function)] = own
+    sem.keep_fact("summaries:own", own_summaries)
+    return own_summaries
 
 
 def _block_summaries(sem: Semantics, block: BlockIndex, key: object) -> BlockSummaries:
