@@ -15,10 +15,12 @@ from torchdoctor.analysis.bindings import module_functions
 from torchdoctor.analysis.blocks import scan
 from torchdoctor.analysis.incremental import IncrementalAnalyser
 from torchdoctor.analysis.rules.api.references import attribute_references
+from torchdoctor.analysis.rules.layout.td202_float64_leak import float64_conversions
 from torchdoctor.analysis.rules.modules.activations import names_assigned_losses
 from torchdoctor.analysis.scoped import FILE_RULES
 from torchdoctor.analysis.semantics import position
 from torchdoctor.analysis.summaries import summaries_of
+from torchdoctor.analysis.training import training_of
 
 from bench.corpus import make_dense_file, make_file
 from bench.fuzz import TOKENS
@@ -232,7 +234,17 @@ def test_the_unchanged_start_and_end_of_two_versions_are_found_exactly(
         st.tuples(
             st.integers(0, 10_000),
             st.sampled_from(
-                ["type", "insert", "delete", "call", "helper", "class", "kind", "reference"]
+                [
+                    "type",
+                    "insert",
+                    "delete",
+                    "call",
+                    "helper",
+                    "class",
+                    "kind",
+                    "reference",
+                    "double",
+                ]
             ),
         ),
         min_size=1,
@@ -262,6 +274,8 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
         "kind": ["crit = nn.MSELoss()"],
         # a deprecated symbol used as a value, and an import
         "reference": ["fwd = torch.cuda.amp.custom_fwd", "import os.path"],
+        # a model converted to float64, and gradients zeroed
+        "double": ["model.double()", "optimizer.zero_grad()"],
     }
     for where, kind in edits:
         line = where % len(lines)
@@ -303,6 +317,14 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
             (r.qualname, position(r.node)) for r in attribute_references(fresh)
         ]
         assert located(carried.import_statements) == located(fresh.import_statements)
+        assert located(training_of(carried).zeroing_nodes) == located(
+            training_of(fresh).zeroing_nodes
+        )
+        conversions = [
+            sem.gathered("layout:float64-model", float64_conversions, reads_kinds=True)
+            for sem in (carried, fresh)
+        ]
+        assert located(conversions[0].get("", [])) == located(conversions[1].get("", []))
         for name in ("model", "optimizer", "criterion", "crit", "sampler", "fwd", "self.proj"):
             assert located(carried.assigned_values(name)) == located(fresh.assigned_values(name))
         assert {k: position(v) for k, v in module_functions(carried).items()} == {

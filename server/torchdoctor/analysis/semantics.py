@@ -172,25 +172,35 @@ class Semantics:
         (through `kind_of` and `kind_of_name`, which record them). For facts that read a block's
         own nodes and those only."""
         whole = self.whole
-        key = whole.names_key
         kinds = whole.kinds if reads_kinds else None
-        found: list[T] = []
-        for block in self._focus if self._focus is not None else whole._blocks:
-            entry = block.cached.get(name)
-            if entry is None or entry[0] is not key:
-                entry = block.cached[name] = whole._build_per_block(block, build, kinds)
-            elif entry[1] is not kinds:
-                # the kinds changed (a name renamed somewhere): still true if the kinds it read
-                # did not
-                reads = entry[3]
-                if reads is None or any(
-                    whole.kind_of_name(dotted) is not kind for dotted, kind in reads.items()
-                ):
-                    entry = block.cached[name] = whole._build_per_block(block, build, kinds)
-                else:
-                    entry = block.cached[name] = (key, kinds, entry[2], reads)
-            found.append(entry[2])
-        return found
+        blocks = self._focus if self._focus is not None else whole._blocks
+        return [whole._block_fact(block, name, build, kinds) for block in blocks]
+
+    def _block_fact(
+        self,
+        block: BlockIndex,
+        name: str,
+        build: Callable[[Semantics, BlockIndex], T],
+        kinds: dict[str, ValueKind] | None,
+    ) -> T:
+        """One block's fact (see `per_block`): `kinds` is the file's kinds for a fact that
+        reads them, else None."""
+        key = self.names_key
+        entry = block.cached.get(name)
+        if entry is None or entry[0] is not key:
+            entry = block.cached[name] = self._build_per_block(block, build, kinds)
+        elif entry[1] is not kinds:
+            # the kinds changed (a name renamed somewhere): still true if the kinds it read
+            # did not
+            reads = entry[3]
+            if reads is None or any(
+                self.kind_of_name(dotted) is not kind for dotted, kind in reads.items()
+            ):
+                entry = block.cached[name] = self._build_per_block(block, build, kinds)
+            else:
+                entry = block.cached[name] = (key, kinds, entry[2], reads)
+        value: T = entry[2]
+        return value
 
     def _build_per_block(
         self,
@@ -218,17 +228,35 @@ class Semantics:
         part: Callable[[Semantics, BlockIndex], dict[str, list[N]]],
         *,
         reads_names: bool = False,
+        reads_kinds: bool = False,
     ) -> Gathered[N]:
         """`part(whole, block)` of every block of the file, merged by key in source order, kept
         on each block and, from version to version, patched where an edit changed blocks. For
         facts of a block's own nodes alone; or, when it `reads_names`, of its nodes and the
-        file's imports and model classes (then kept while those stay the same)."""
+        file's imports and model classes; or, when it `reads_kinds`, the kinds of names too
+        (then kept as `per_block` keeps a fact)."""
         whole = self.whole
         found = whole._gathered_groups.get(name)
-        if found is None:
+        if found is not None:
+            return found
+        before = whole._groups_before
+        previous = before.get(name) if before is not None else None
+        if reads_kinds:
+            # a kept block's part is the one the previous group was made from while no import,
+            # model class or kind changed
+            if whole._names_before is not whole.names_key or whole._kinds_before is not whole.kinds:
+                previous = None
+            kinds = whole.kinds
+
+            def own(block: BlockIndex) -> dict[str, list[N]]:
+                return whole._block_fact(block, name, part, kinds)
+
+            def gone(block: BlockIndex) -> dict[str, list[N]]:
+                made: dict[str, list[N]] = block.cached[name][2]
+                return made  # what the previous version's group was made from
+
+        else:
             key = whole.names_key if reads_names else None
-            before = whole._groups_before
-            previous = before.get(name) if before is not None else None
             if reads_names and whole._names_before is not key:
                 previous = None  # every block's part may have changed
 
@@ -242,8 +270,8 @@ class Semantics:
                 made: tuple[object, dict[str, list[N]]] = block.parts[name]
                 return made[1]  # what the previous version's group was made from
 
-            found = Gathered.of(whole._blocks, own, previous, whole._change, gone_part=gone)
-            whole._gathered_groups[name] = found
+        found = Gathered.of(whole._blocks, own, previous, whole._change, gone_part=gone)
+        whole._gathered_groups[name] = found
         return found
 
     def fact_before(self, name: str) -> tuple[Any, BlockChange] | None:

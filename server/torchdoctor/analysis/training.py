@@ -77,11 +77,14 @@ class TrainingStructure:
 
     @cached_property
     def zeroing_nodes(self) -> list[ast.AST]:
-        # found block by block and kept on each block (see Semantics.per_block)
+        # found block by block and kept on each block (see Semantics.per_block); the whole
+        # file's are grouped across versions (Semantics.gathered)
+        sem = self.sem
+        if sem.whole is sem:
+            whole_file: list[ast.AST] = sem.gathered("training:zeroing", _zeroing_group).get("", [])
+            return whole_file
         return [
-            node
-            for found in self.sem.per_block("training:zeroing", _zeroing_in_block)
-            for node in found
+            node for found in sem.per_block("training:zeroing", _zeroing_in_block) for node in found
         ]
 
     @cached_property
@@ -316,6 +319,11 @@ def _branch_of(node: ast.AST, child: ast.AST | None) -> str:
         if block is child:
             return name
     return "test"
+
+
+def _zeroing_group(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.AST]]:
+    found = _zeroing_in_block(sem, block)
+    return {"": found} if found else {}
 
 
 def _zeroing_in_block(sem: Semantics, block: BlockIndex) -> list[ast.AST]:

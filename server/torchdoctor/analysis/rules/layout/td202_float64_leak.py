@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...file_facts import file_fact
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
-from ...semantics import BlockIndex, Semantics, ValueKind
+from ...semantics import BlockIndex, Semantics, ValueKind, position
 from ._shared import element_for, int_constant, is_device_like, is_module_instance, reaching_binding
 
 NUMPY_FLOAT_RANDOM = frozenset(
@@ -166,10 +166,14 @@ def _sets_default_dtype(ctx: RuleContext) -> bool:
 @file_fact("float64-model")
 def _has_float64_model(ctx: RuleContext) -> bool:
     """The file converts a model to float64 (`model.double()`, `net.to(torch.float64)`)."""
-    return any(ctx.sem.whole.per_block("layout:float64-model", _float64_model_in, reads_kinds=True))
+    # the calls that convert one, block by block, kept while no kind of name changes
+    found = ctx.sem.gathered("layout:float64-model", float64_conversions, reads_kinds=True)
+    return bool(found)
 
 
-def _float64_model_in(sem: Semantics, block: BlockIndex) -> bool:
+def float64_conversions(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
+    """The calls of a block that convert a model to float64, in source order."""
+    found: list[ast.Call] = []
     for attr in ("double", "to", "type"):
         for call in block.calls_by_attr.get(attr, ()):
             func = call.func
@@ -182,12 +186,11 @@ def _float64_model_in(sem: Semantics, block: BlockIndex) -> bool:
             )
             if not is_model:
                 continue
-            if attr == "double":
-                return True
             values = [*call.args, *(k.value for k in call.keywords)]
-            if any(_spells_float64(sem, v) for v in values):
-                return True
-    return False
+            if attr == "double" or any(_spells_float64(sem, v) for v in values):
+                found.append(call)
+    found.sort(key=position)
+    return {"": found} if found else {}
 
 
 def _builds_module(sem: Semantics, call: ast.Call) -> bool:
