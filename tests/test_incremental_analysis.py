@@ -15,6 +15,7 @@ from torchdoctor.analysis.bindings import module_functions
 from torchdoctor.analysis.blocks import scan
 from torchdoctor.analysis.incremental import IncrementalAnalyser
 from torchdoctor.analysis.rules.api.references import attribute_references
+from torchdoctor.analysis.rules.evaluation._shared import training_by_function, training_by_loop
 from torchdoctor.analysis.rules.layout.td202_float64_leak import float64_conversions
 from torchdoctor.analysis.rules.modules.activations import names_assigned_losses
 from torchdoctor.analysis.scoped import FILE_RULES
@@ -325,6 +326,14 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
             for sem in (carried, fresh)
         ]
         assert located(conversions[0].get("", [])) == located(conversions[1].get("", []))
+        for group, part in (
+            ("evaluation:training-by-function", training_by_function),
+            ("evaluation:training-by-loop", training_by_loop),
+        ):
+            mine, theirs = (sem.gathered(group, part, reads_kinds=True) for sem in (carried, fresh))
+            assert sorted(located(nodes) for nodes in mine.values()) == sorted(
+                located(nodes) for nodes in theirs.values()
+            )
         for name in ("model", "optimizer", "criterion", "crit", "sampler", "fwd", "self.proj"):
             assert located(carried.assigned_values(name)) == located(fresh.assigned_values(name))
         assert {k: position(v) for k, v in module_functions(carried).items()} == {
@@ -380,3 +389,40 @@ def test_the_change_between_two_versions_names_the_blocks_that_went_and_came(
     assert change.added_at == [place for place, block in enumerate(after) if block not in before]
     kept_old_places = [before.index(block) for block in after if block in before]
     assert change.in_order == (kept_old_places == sorted(kept_old_places))
+
+
+def test_a_renamed_optimizer_changes_the_training_steps_of_the_blocks_that_use_it() -> None:
+    """A fact kept on a block that reads kinds (here: which calls step an optimizer) is found
+    again when the kind it read changes in another block, also when another fact built on it
+    was made first (the kinds one fact reads are those of the facts it is built on)."""
+    text = (
+        "import torch\n"
+        "\n"
+        "thing = torch.optim.SGD([], lr=0.1)\n"
+        "\n"
+        "\n"
+        "def train(model, loader):\n"
+        "    for x in loader:\n"
+        "        model(x).sum()\n"
+        "        thing.step()\n"
+    )
+    analyser = IncrementalAnalyser(PATH)
+    analyser.analyse(text, ALL)
+    renamed = text.replace("thing = ", "other = ")
+    document, _ = analyser.analyse(renamed, ALL)
+    fresh = Document.parse(renamed, PATH)
+    for group, part in (
+        ("evaluation:training-by-loop", training_by_loop),
+        ("evaluation:training-by-function", training_by_function),
+    ):
+        mine = document.semantics.gathered(group, part, reads_kinds=True)
+        theirs = fresh.semantics.gathered(group, part, reads_kinds=True)
+        assert [position(n) for nodes in mine.values() for n in nodes] == [
+            position(n) for nodes in theirs.values() for n in nodes
+        ]
+    assert not list(
+        fresh.semantics.gathered(
+            "evaluation:training-by-loop", training_by_loop, reads_kinds=True
+        ).values()
+    )  # `thing.step()` steps no optimizer once `thing` is not one
+    _assert_same_as_fresh(analyser, renamed)

@@ -12,7 +12,15 @@ import bisect
 import operator
 import re
 from collections import defaultdict
-from collections.abc import Callable, Collection, ItemsView, Iterator, Mapping, ValuesView
+from collections.abc import (
+    Callable,
+    Collection,
+    Hashable,
+    ItemsView,
+    Iterator,
+    Mapping,
+    ValuesView,
+)
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
@@ -21,6 +29,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 N = TypeVar("N", bound=ast.AST)
+K = TypeVar("K", bound=Hashable)
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 Loop = ast.For | ast.AsyncFor | ast.While
@@ -122,8 +131,8 @@ class Semantics:
     _whole: Semantics | None = field(default=None, repr=False)
     # the file's groups made by `gathered`, by name; the previous version's, and the change
     # from it, while this version has not made its own
-    _gathered_groups: dict[str, Gathered[Any]] = field(default_factory=dict, repr=False)
-    _groups_before: dict[str, Gathered[Any]] | None = field(default=None, repr=False)
+    _gathered_groups: dict[str, Gathered[Any, Any]] = field(default_factory=dict, repr=False)
+    _groups_before: dict[str, Gathered[Any, Any]] | None = field(default=None, repr=False)
     _change: BlockChange | None = field(default=None, repr=False)
     _names_before: object = field(default=None, repr=False)  # the previous version's names key
     _kinds_before: dict[str, ValueKind] | None = field(default=None, repr=False)
@@ -174,9 +183,9 @@ class Semantics:
         whole = self.whole
         kinds = whole.kinds if reads_kinds else None
         blocks = self._focus if self._focus is not None else whole._blocks
-        return [whole._block_fact(block, name, build, kinds) for block in blocks]
+        return [whole.block_fact(block, name, build, kinds) for block in blocks]
 
-    def _block_fact(
+    def block_fact(
         self,
         block: BlockIndex,
         name: str,
@@ -199,6 +208,10 @@ class Semantics:
                 entry = block.cached[name] = self._build_per_block(block, build, kinds)
             else:
                 entry = block.cached[name] = (key, kinds, entry[2], reads)
+        reads_here = entry[3]
+        if reads_here and self.kind_reads is not None:
+            # a fact being built around this one reads what this one read
+            self.kind_reads.update(reads_here)
         value: T = entry[2]
         return value
 
@@ -225,11 +238,11 @@ class Semantics:
     def gathered(
         self,
         name: str,
-        part: Callable[[Semantics, BlockIndex], dict[str, list[N]]],
+        part: Callable[[Semantics, BlockIndex], dict[K, list[N]]],
         *,
         reads_names: bool = False,
         reads_kinds: bool = False,
-    ) -> Gathered[N]:
+    ) -> Gathered[K, N]:
         """`part(whole, block)` of every block of the file, merged by key in source order, kept
         on each block and, from version to version, patched where an edit changed blocks. For
         facts of a block's own nodes alone; or, when it `reads_names`, of its nodes and the
@@ -248,11 +261,11 @@ class Semantics:
                 previous = None
             kinds = whole.kinds
 
-            def own(block: BlockIndex) -> dict[str, list[N]]:
-                return whole._block_fact(block, name, part, kinds)
+            def own(block: BlockIndex) -> dict[K, list[N]]:
+                return whole.block_fact(block, name, part, kinds)
 
-            def gone(block: BlockIndex) -> dict[str, list[N]]:
-                made: dict[str, list[N]] = block.cached[name][2]
+            def gone(block: BlockIndex) -> dict[K, list[N]]:
+                made: dict[K, list[N]] = block.cached[name][2]
                 return made  # what the previous version's group was made from
 
         else:
@@ -260,14 +273,14 @@ class Semantics:
             if reads_names and whole._names_before is not key:
                 previous = None  # every block's part may have changed
 
-            def own(block: BlockIndex) -> dict[str, list[N]]:
-                made: tuple[object, dict[str, list[N]]] | None = block.parts.get(name)
+            def own(block: BlockIndex) -> dict[K, list[N]]:
+                made: tuple[object, dict[K, list[N]]] | None = block.parts.get(name)
                 if made is None or made[0] is not key:
                     made = block.parts[name] = (key, part(whole, block))
                 return made[1]
 
-            def gone(block: BlockIndex) -> dict[str, list[N]]:
-                made: tuple[object, dict[str, list[N]]] = block.parts[name]
+            def gone(block: BlockIndex) -> dict[K, list[N]]:
+                made: tuple[object, dict[K, list[N]]] = block.parts[name]
                 return made[1]  # what the previous version's group was made from
 
         found = Gathered.of(whole._blocks, own, previous, whole._change, gone_part=gone)
@@ -898,7 +911,7 @@ class BlockChange:
         return any(block.classes for block in (*self.gone, *self.added))
 
 
-class Gathered(Mapping[str, list[N]]):
+class Gathered(Mapping[K, list[N]]):
     """Nodes by a key (calls by the attribute they call or the qualname they resolve to,
     functions by name) over the blocks' own groupings, in source order. Made from the previous
     version's, only the keys of the blocks an edit removed or added are gathered again: merging
@@ -906,18 +919,18 @@ class Gathered(Mapping[str, list[N]]):
 
     __slots__ = ("_every",)
 
-    def __init__(self, parts: list[dict[str, list[N]]]) -> None:
+    def __init__(self, parts: list[dict[K, list[N]]]) -> None:
         self._every = self._merged(parts)
 
     @classmethod
     def of(
         cls,
         blocks: list[BlockIndex],
-        part: Callable[[BlockIndex], dict[str, list[N]]],
-        previous: Gathered[N] | None,
+        part: Callable[[BlockIndex], dict[K, list[N]]],
+        previous: Gathered[K, N] | None,
         change: BlockChange | None,
-        gone_part: Callable[[BlockIndex], dict[str, list[N]]] | None = None,
-    ) -> Gathered[N]:
+        gone_part: Callable[[BlockIndex], dict[K, list[N]]] | None = None,
+    ) -> Gathered[K, N]:
         """The blocks' groups, patched from `previous` by `change` when there is one (a gone
         block's groups are those `gone_part` gives, `part` when none is given)."""
         if previous is None or change is None:
@@ -949,8 +962,8 @@ class Gathered(Mapping[str, list[N]]):
         return gathered
 
     @staticmethod
-    def _merged(parts: list[dict[str, list[N]]]) -> dict[str, list[N]]:
-        every: dict[str, list[N]] = {}
+    def _merged(parts: list[dict[K, list[N]]]) -> dict[K, list[N]]:
+        every: dict[K, list[N]] = {}
         for part in parts:
             for key, calls in part.items():
                 found = every.get(key)
@@ -960,29 +973,29 @@ class Gathered(Mapping[str, list[N]]):
                     found.extend(calls)
         return every
 
-    def __getitem__(self, key: str) -> list[N]:
+    def __getitem__(self, key: K) -> list[N]:
         return self._every[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: K, default: Any = None) -> Any:
         return self._every.get(key, default)
 
     def __contains__(self, key: object) -> bool:
         return key in self._every
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[K]:
         return iter(self._every)
 
     def __len__(self) -> int:
         return len(self._every)
 
-    def items(self) -> ItemsView[str, list[N]]:
+    def items(self) -> ItemsView[K, list[N]]:
         return self._every.items()
 
     def values(self) -> ValuesView[list[N]]:
         return self._every.values()
 
 
-def _gathered(previous: Semantics | None, groups: str) -> Gathered[Any] | None:
+def _gathered(previous: Semantics | None, groups: str) -> Gathered[Any, Any] | None:
     found = getattr(previous, groups, None)
     return found if isinstance(found, Gathered) else None
 

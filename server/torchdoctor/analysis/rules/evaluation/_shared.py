@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ...context import RuleContext
@@ -60,19 +62,23 @@ class EvaluationLoop:
 @dataclass
 class EvaluationFacts:
     loops: list[EvaluationLoop]
-    training_loop_ids: set[int]  # loops whose body trains (backward, step, grad, a train helper)
-    training_nodes: list[ast.AST]  # backward/step/grad calls and calls to local training helpers
     resolved: dict[int, Function]  # call id -> the local function it runs
     calls_to_local: list[tuple[ast.Call, Function]]
     mode_functions: set[int]  # functions that call .train()/.eval(), directly or through helpers
-    # per function (id, 0 for the module): (position, id of innermost loop or 0) of each step
-    steps_by_function: dict[int, list[tuple[tuple[int, int], int]]] = field(default_factory=dict)
-    # per function (id, 0 for the module): its training nodes, in source order
-    nodes_by_function: dict[int, list[ast.AST]] = field(default_factory=dict)
-    nodes_by_loop: dict[int, list[ast.AST]] = field(default_factory=dict)  # every loop around
-    training_node_ids: set[int] = field(default_factory=set)
+    # the training nodes (backward, step and autograd.grad calls, calls to local training
+    # helpers), in source order: per function (id, 0 for the module), and per loop around them
+    nodes_by_function: Mapping[int, list[ast.AST]]
+    nodes_by_loop: Mapping[int, list[ast.AST]]
     # per scope (function, class, lambda or module, by id): mode calls and local helper calls
     mode_nodes: dict[int, list[ast.Call]] = field(default_factory=dict)
+
+    def trains_in(self, loop: ast.AST) -> bool:
+        """The loop's body trains (a training node is in it)."""
+        return id(loop) in self.nodes_by_loop
+
+    def is_training_node(self, sem: Semantics, node: ast.AST) -> bool:
+        owner = sem.enclosing_function(node)
+        return any(step is node for step in self.nodes_by_function.get(_key(owner), ()))
 
 
 def model_of(call: ast.Call) -> ast.expr:
@@ -157,51 +163,42 @@ def facts_of(ctx: RuleContext) -> EvaluationFacts:
     return facts
 
 
-# A training node's record: the node, the id of its function (0 at module level) and the ids
-# of the loops around it, innermost first.
-TrainingRecord = tuple[ast.AST, int, tuple[int, ...]]
-
-
 def _file_facts(sem: Semantics) -> EvaluationFacts:
     """Which loops and functions train, switch modes or call which local functions."""
     summaries = summaries_of(sem)
     calls_to_local = summaries.local_calls
-    # backward, step and autograd.grad calls: found block by block and kept on each block
-    records: list[TrainingRecord] = []
-    for found in sem.per_block("evaluation:training", _block_training, reads_kinds=True):
-        records.extend(found)
-    direct = {id(record[0]) for record in records}
+    # backward, step and autograd.grad calls, grouped block by block and kept across versions
+    by_function: Mapping[int, list[ast.AST]] = sem.gathered(
+        "evaluation:training-by-function", training_by_function, reads_kinds=True
+    )
+    by_loop: Mapping[int, list[ast.AST]] = sem.gathered(
+        "evaluation:training-by-loop", training_by_loop, reads_kinds=True
+    )
     # calls to local helpers whose summary back-propagates or steps (`train_one_epoch(model,
     # ...)`, `self.step(loss)`); calls to functions the file does not define that receive the
     # loss or the optimizer are asked about only for loops that look like evaluation
     # (`_loop_may_train`): most calls are in no such loop
     helpers = [
-        _training_record(sem, call)
+        call
         for call, called in calls_to_local
-        if id(call) not in direct and summaries.by_function[id(called)].trains
+        if summaries.by_function[id(called)].trains
+        and not any(
+            step is call for step in by_function.get(_key(sem.enclosing_function(call)), ())
+        )
     ]
     if helpers:
-        records = sorted([*records, *helpers], key=lambda record: position(record[0]))
+        by_function, by_loop = _with_helpers(sem, by_function, by_loop, helpers)
     mode_functions = {
         key for key, summary in summaries.by_function.items() if summary.switches_mode
     }
     facts = EvaluationFacts(
         [],
-        {loop for record in records for loop in record[2]},
-        [record[0] for record in records],
         {id(call): called for call, called in calls_to_local},
         calls_to_local,
         mode_functions,
+        by_function,
+        by_loop,
     )
-    steps_by_function = facts.steps_by_function
-    nodes_by_function = facts.nodes_by_function
-    nodes_by_loop = facts.nodes_by_loop
-    for step, owner, loops in records:
-        steps_by_function.setdefault(owner, []).append((position(step), loops[0] if loops else 0))
-        nodes_by_function.setdefault(owner, []).append(step)
-        for loop in loops:
-            nodes_by_loop.setdefault(loop, []).append(step)
-    facts.training_node_ids = direct | {id(record[0]) for record in helpers}
     mode_calls = [
         call
         for name in ("eval", "train")
@@ -214,7 +211,7 @@ def _file_facts(sem: Semantics) -> EvaluationFacts:
     return facts
 
 
-def _block_training(sem: Semantics, block: BlockIndex) -> list[TrainingRecord]:
+def _block_training(sem: Semantics, block: BlockIndex) -> list[ast.AST]:
     """The block's backward, optimizer step and autograd.grad calls, in source order."""
     qualnames = sem.qualnames_of(block)
     nodes: list[ast.AST] = [
@@ -226,13 +223,47 @@ def _block_training(sem: Semantics, block: BlockIndex) -> list[TrainingRecord]:
     )
     nodes.extend(qualnames.get("torch.autograd.grad", ()))
     nodes.sort(key=position)
-    return [_training_record(sem, node) for node in nodes]
+    return nodes
 
 
-def _training_record(sem: Semantics, node: ast.AST) -> TrainingRecord:
-    owner = sem.enclosing_function(node)
-    loops = tuple(id(loop) for loop in sem.enclosing_loops(node))
-    return (node, id(owner) if owner else 0, loops)
+def training_by_function(sem: Semantics, block: BlockIndex) -> dict[int, list[ast.AST]]:
+    found: dict[int, list[ast.AST]] = {}
+    for node in sem.block_fact(block, "evaluation:training", _block_training, sem.kinds):
+        found.setdefault(_key(sem.enclosing_function(node)), []).append(node)
+    return found
+
+
+def training_by_loop(sem: Semantics, block: BlockIndex) -> dict[int, list[ast.AST]]:
+    found: dict[int, list[ast.AST]] = {}
+    for node in sem.block_fact(block, "evaluation:training", _block_training, sem.kinds):
+        for loop in sem.enclosing_loops(node):
+            found.setdefault(id(loop), []).append(node)
+    return found
+
+
+def _with_helpers(
+    sem: Semantics,
+    by_function: Mapping[int, list[ast.AST]],
+    by_loop: Mapping[int, list[ast.AST]],
+    helpers: list[ast.Call],
+) -> tuple[dict[int, list[ast.AST]], dict[int, list[ast.AST]]]:
+    """The groups with the calls to local training helpers put in, in source order."""
+    functions = {key: list(nodes) for key, nodes in by_function.items()}
+    loops = {key: list(nodes) for key, nodes in by_loop.items()}
+    for call in helpers:
+        _insert(functions.setdefault(_key(sem.enclosing_function(call)), []), call)
+        for loop in sem.enclosing_loops(call):
+            _insert(loops.setdefault(id(loop), []), call)
+    return functions, loops
+
+
+def _insert(nodes: list[ast.AST], node: ast.AST) -> None:
+    nodes.insert(bisect_right(nodes, position(node), key=position), node)
+
+
+def _key(function: Function | None) -> int:
+    """A function's key in the groups by function: 0 for code outside any function."""
+    return id(function) if function is not None else 0
 
 
 def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, facts: EvaluationFacts) -> None:
@@ -268,7 +299,7 @@ def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:
 
 def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) -> bool:
     sem = ctx.sem
-    if id(loop) in facts.training_loop_ids:
+    if facts.trains_in(loop):
         return False
     if loop.body and isinstance(loop.body[-1], ast.Break):
         return False  # one pass only (`for batch in loader: model(batch); break`): a warm-up
@@ -307,7 +338,7 @@ def _feeds_later_training(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) 
     start = position(loop)
     later = [
         step
-        for step in facts.nodes_by_function.get(id(function) if function else 0, ())
+        for step in facts.nodes_by_function.get(_key(function), ())
         if position(step) > start and loop not in sem.enclosing_loops(step)
     ]
     if not later:
@@ -373,12 +404,18 @@ def _in_training_step(ctx: RuleContext, facts: EvaluationFacts, node: ast.AST) -
     iteration, or after it in the same function outside any loop: its outputs may be trained on."""
     sem = ctx.sem
     function = sem.enclosing_function(node)
-    steps = facts.steps_by_function.get(id(function) if function else 0, [])
+    steps = facts.nodes_by_function.get(_key(function), ())
     if not steps:
         return False
     around = {id(loop) for loop in sem.enclosing_loops(node)}
     where = position(node)
-    return any(at > where and (not inner or inner in around) for at, inner in steps)
+    for step in steps:
+        if position(step) <= where:
+            continue
+        loops = sem.enclosing_loops(step)
+        if not loops or id(loops[0]) in around:
+            return True
+    return False
 
 
 def _called_in_training_step(
@@ -577,7 +614,7 @@ def training_after(ctx: RuleContext, node: ast.AST, model: str) -> TrainingAfter
     sem = ctx.sem
     facts = facts_of(ctx)
     for loop in sem.enclosing_loops(node):
-        if id(loop) not in facts.training_loop_ids:
+        if not facts.trains_in(loop):
             continue
         steps = facts.nodes_by_loop.get(id(loop), [])
         if not steps:

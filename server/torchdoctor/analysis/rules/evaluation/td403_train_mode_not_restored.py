@@ -97,7 +97,7 @@ def _is_trained(ctx: RuleContext, model: str, after: TrainingAfter) -> bool:
     for call in training_of(sem).calls_in(after.loop):
         if sem.dotted(model_of(call)) == model and grad_mode_at(sem, call) is None:
             return True
-        if id(call) not in facts.training_node_ids:
+        if not facts.is_training_node(sem, call):
             continue
         if any(sem.dotted(argument) == model for argument in call.args):
             return True
