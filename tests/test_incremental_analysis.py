@@ -318,6 +318,13 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
             (r.qualname, position(r.node)) for r in attribute_references(fresh)
         ]
         assert located(carried.import_statements) == located(fresh.import_statements)
+        assert located(carried.functions) == located(fresh.functions)
+        assert located(carried.bindings_by_scope[id(carried.tree)]) == located(
+            fresh.bindings_by_scope[id(fresh.tree)]
+        )
+        assert sorted(located(nodes) for nodes in carried.bindings_by_scope.values()) == sorted(
+            located(nodes) for nodes in fresh.bindings_by_scope.values()
+        )
         assert located(training_of(carried).zeroing_nodes) == located(
             training_of(fresh).zeroing_nodes
         )
@@ -426,3 +433,14 @@ def test_a_renamed_optimizer_changes_the_training_steps_of_the_blocks_that_use_i
         ).values()
     )  # `thing.step()` steps no optimizer once `thing` is not one
     _assert_same_as_fresh(analyser, renamed)
+
+
+def test_a_first_line_that_starts_no_block_starts_none_when_lines_are_added_above() -> None:
+    """Every file's first block starts at line 0, even when that line continues nothing it
+    could (`)import torch`); once a line is added above it, the rescan must not keep that
+    start (blocks.rescan against a fresh scan)."""
+    from torchdoctor.analysis.blocks import rescan
+
+    before = ")import torch\n\n\ndef train(model):\n    pass\n".split("\n")
+    after = ["", *before]
+    assert rescan(scan(before), tuple(after)).starts == scan(after).starts == (0, 4)

@@ -96,6 +96,9 @@ def rescan(
             # the rest of the file scans as it did before, moved by `delta` lines
             states.extend(previous.states[number - delta + 1 :])
             kept = old_starts[bisect_left(old_starts, number - delta) :]
+            if kept and kept[0] == number - delta and not _step(lines[number], state)[0]:
+                # the old first line's block start is only the one every file has at line 0
+                kept = kept[1:]
             starts.extend(kept if not delta else (start + delta for start in kept))
             break
         starts_block, state = _step(lines[number], state)

@@ -786,28 +786,41 @@ def merge_blocks(
         added = blocks
     for block in added:
         parents.update(block.parents)
-    functions = sem.functions
-    bindings = sem.bindings_by_scope
-    module_bindings = bindings[id(tree)]
-    imports = sem.import_statements
     for block in blocks:
         for statement in block.statements:
             parents[statement] = tree
-        functions.extend(block.functions)
-        module_bindings.extend(block.module_bindings)
-        bindings.update(block.scope_bindings)
-        imports.extend(block.imports)
+    # the blocks an edit changed, when few and the others kept their order: the rest of the
+    # file's lists and groups stay as they were
+    patch = change if change is not None and change.patchable(len(blocks)) else None
+    if previous is not None:
+        # groups the previous version made are patched when first asked for, then dropped
+        sem._groups_before, sem._change = previous._gathered_groups, patch
+        previous._groups_before = None
+        sem._kept_before = previous._kept
+        previous._kept_before = None
+    sem.functions = sem.gathered("semantics:functions", _functions_of).get("", [])
+    sem.import_statements = sem.gathered("semantics:imports", _imports_of).get("", [])
+    bindings = sem.bindings_by_scope
+    if patch is not None and previous is not None:
+        bindings.update(previous.bindings_by_scope)
+        bindings.pop(id(previous.tree), None)
+        for block in patch.gone:
+            for scope in block.scope_bindings:
+                bindings.pop(scope, None)
+        for block in patch.added:
+            bindings.update(block.scope_bindings)
+    else:
+        for block in blocks:
+            bindings.update(block.scope_bindings)
+    bindings[id(tree)] = sem.gathered("semantics:module-bindings", _module_bindings_of).get("", [])
     # Recorded last to first: when a name is imported twice, the first import is what it means.
-    for import_node in reversed(imports):
+    for import_node in reversed(sem.import_statements):
         _record_import(sem, import_node)
     imports_kept = previous is not None and previous.imports == sem.imports
     if imports_kept:
         assert previous is not None
         sem.imports = previous.imports  # the same object: blocks compare it by identity
         sem._qualname_cache = previous._qualname_cache  # a name means what it meant
-    # the blocks an edit changed, when few and the others kept their order: the rest of the
-    # file's groups stay as they were
-    patch = change if change is not None and change.patchable(len(blocks)) else None
     sem.calls_by_attr = Gathered.of(
         blocks, lambda block: block.calls_by_attr, _gathered(previous, "calls_by_attr"), patch
     )
@@ -821,12 +834,6 @@ def merge_blocks(
         patch if imports_kept else None,
         gone_part=lambda block: block.qualnames or {},
     )
-    if previous is not None:
-        # groups the previous version made are patched when first asked for, then dropped
-        sem._groups_before, sem._change = previous._gathered_groups, patch
-        previous._groups_before = None
-        sem._kept_before = previous._kept
-        previous._kept_before = None
     sem.methods_by_name = Gathered.of(
         blocks, lambda block: block.methods_by_name, _gathered(previous, "methods_by_name"), patch
     )
@@ -859,6 +866,18 @@ def merge_blocks(
     if previous is not None:
         sem._kinds_before = previous.kinds
     return sem
+
+
+def _functions_of(sem: Semantics, block: BlockIndex) -> dict[str, list[Function]]:
+    return {"": block.functions} if block.functions else {}
+
+
+def _imports_of(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Import | ast.ImportFrom]]:
+    return {"": block.imports} if block.imports else {}
+
+
+def _module_bindings_of(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.AST]]:
+    return {"": block.module_bindings} if block.module_bindings else {}
 
 
 @dataclass
