@@ -444,3 +444,28 @@ def test_a_first_line_that_starts_no_block_starts_none_when_lines_are_added_abov
     before = ")import torch\n\n\ndef train(model):\n    pass\n".split("\n")
     after = ["", *before]
     assert rescan(scan(before), tuple(after)).starts == scan(after).starts == (0, 4)
+
+
+def test_a_seed_elsewhere_in_the_file_decides_the_fsdp_finding_after_any_edit() -> None:
+    """TD602 stays quiet while the file seeds every rank alike, wherever the seed is: an edit
+    of the FSDP block alone must still see the seed in another block, and removing the seed
+    from another function must bring the finding back (the seed is a fact of the file's key)."""
+    text = (
+        "import torch\n"
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+        "\n"
+        "\n"
+        "def setup():\n"
+        "    torch.manual_seed(0)\n"
+        "\n"
+        "\n"
+        "def build(make_model):\n"
+        "    return FSDP(make_model(), device_id=torch.cuda.current_device())\n"
+    )
+    analyser = IncrementalAnalyser(PATH)
+    _assert_same_as_fresh(analyser, text)
+    edited = text.replace("def build(make_model):", "def build(make_model):  # sharded")
+    _assert_same_as_fresh(analyser, edited)
+    unseeded = edited.replace("torch.manual_seed(0)", "pass")
+    _assert_same_as_fresh(analyser, unseeded)
+    assert "TD602" in {finding.code for finding in analyser.analyse(unseeded, ALL)[1]}

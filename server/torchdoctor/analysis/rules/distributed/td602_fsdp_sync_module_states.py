@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from ...call_edits import add_keyword
 from ...context import RuleContext
 from ...expressions import last_name
+from ...file_facts import file_fact
 from ...findings import Finding, Fix, Severity, rule
 from ...parallel_wrappers import FSDP_CLASSES
 from ...semantics import Semantics
@@ -34,7 +35,7 @@ def fsdp_sync_module_states(ctx: RuleContext) -> Iterator[Finding]:
         if _is_cpu(sem, device_id):
             continue  # sync_module_states=True needs the module on the GPU
         deferred = _deferred_init(sem, call)
-        if not deferred and (_seeded_alike(sem) or _loads_weights(sem)):
+        if not deferred and (_seeded_alike_fact(ctx) or _loads_weights_fact(ctx)):
             continue  # every rank builds the same weights
         if deferred:
             message = (
@@ -89,18 +90,35 @@ def _deferred_init(sem: Semantics, call: ast.Call) -> bool:
     return False
 
 
+SEED_FUNCTIONS = ("manual_seed", "set_seed", "seed_everything")
+
+
+# Facts of the whole file, read while the rule reports in one block: part of the file's key
+# (file_facts.py), so that an edit elsewhere that adds or drops a seed analyses the file again.
+@file_fact("distributed:seeded-alike")
+def _seeded_alike_fact(ctx: RuleContext) -> bool:
+    return _seeded_alike(ctx.sem.whole)
+
+
+@file_fact("distributed:loads-weights")
+def _loads_weights_fact(ctx: RuleContext) -> bool:
+    return _loads_weights(ctx.sem.whole)
+
+
 def _seeded_alike(sem: Semantics) -> bool:
     """A seed call whose seed does not depend on the rank: every rank draws the same weights."""
-    for call in sem.calls:
-        if last_name(sem, call.func) not in ("manual_seed", "set_seed", "seed_everything"):
-            continue
-        if isinstance(call.func, ast.Attribute) and last_name(sem, call.func.value) in (
-            "cuda",
-            "generator",
-        ):
-            continue
-        if not any(mentions_rank(arg) for arg in [*call.args, *(k.value for k in call.keywords)]):
-            return True
+    for name in SEED_FUNCTIONS:
+        for call in (*sem.calls_by_attr.get(name, ()), *sem.calls_by_name.get(name, ())):
+            if last_name(sem, call.func) != name:
+                continue  # `make().manual_seed(0)`: no name to go by
+            if isinstance(call.func, ast.Attribute) and last_name(sem, call.func.value) in (
+                "cuda",
+                "generator",
+            ):
+                continue
+            arguments = [*call.args, *(k.value for k in call.keywords)]
+            if not any(mentions_rank(argument) for argument in arguments):
+                return True
     return False
 
 
