@@ -33,3 +33,20 @@ def test_bench_section_produces_its_table(section: str, tmp_path: Path) -> None:
     report = (tmp_path / "results.md").read_text()
     assert SECTIONS[section] in report, report
     assert (tmp_path / "results.json").is_file()
+
+
+def test_the_edit_bench_times_the_engine_and_compares_two_trees() -> None:
+    """`bench.edit_bench` on a small file: back to back, and against a tree (here this one)."""
+    for extra in ([], ["--against", str(ROOT)]):
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.edit_bench", "--lines", "300", "--edits", "4", *extra],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        expected = "edits in turn" if extra else "edits back to back"
+        assert f"dense 300 lines, 4 {expected}: " in done.stdout, done.stdout
+        if extra:
+            assert "median ratio" in done.stdout
