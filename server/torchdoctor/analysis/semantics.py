@@ -191,13 +191,16 @@ class Semantics:
         name: str,
         build: Callable[[Semantics, BlockIndex], T],
         kinds: dict[str, ValueKind] | None,
+        *,
+        reads_names: bool = True,
     ) -> T:
         """One block's fact (see `per_block`): `kinds` is the file's kinds for a fact that
-        reads them, else None."""
-        key = self.names_key
+        reads them, else None; a fact that reads neither them nor the names (`reads_names`)
+        is kept while the block is."""
+        key = self.names_key if reads_names or kinds is not None else None
         entry = block.cached.get(name)
         if entry is None or entry[0] is not key:
-            entry = block.cached[name] = self._build_per_block(block, build, kinds)
+            entry = block.cached[name] = self._build_per_block(block, build, kinds, key)
         elif entry[1] is not kinds:
             # the kinds changed (a name renamed somewhere): still true if the kinds it read
             # did not
@@ -205,7 +208,7 @@ class Semantics:
             if reads is None or any(
                 self.kind_of_name(dotted) is not kind for dotted, kind in reads.items()
             ):
-                entry = block.cached[name] = self._build_per_block(block, build, kinds)
+                entry = block.cached[name] = self._build_per_block(block, build, kinds, key)
             else:
                 entry = block.cached[name] = (key, kinds, entry[2], reads)
         reads_here = entry[3]
@@ -220,9 +223,10 @@ class Semantics:
         block: BlockIndex,
         build: Callable[[Semantics, BlockIndex], T],
         kinds: dict[str, ValueKind] | None,
+        key: object,
     ) -> tuple[object, object, T, dict[str, ValueKind | None] | None]:
         if kinds is None:
-            return (self.names_key, None, build(self, block), None)
+            return (key, None, build(self, block), None)
         # the kinds it reads are recorded (and for a fact being built around it, too)
         outer = self.kind_reads
         reads: dict[str, ValueKind | None] = {}
@@ -233,7 +237,7 @@ class Semantics:
             self.kind_reads = outer
         if outer is not None:
             outer.update(reads)
-        return (self.names_key, kinds, value, reads)
+        return (key, kinds, value, reads)
 
     def gathered(
         self,
@@ -246,42 +250,28 @@ class Semantics:
         """`part(whole, block)` of every block of the file, merged by key in source order, kept
         on each block and, from version to version, patched where an edit changed blocks. For
         facts of a block's own nodes alone; or, when it `reads_names`, of its nodes and the
-        file's imports and model classes; or, when it `reads_kinds`, the kinds of names too
-        (then kept as `per_block` keeps a fact)."""
+        file's imports and model classes; or, when it `reads_kinds`, the kinds of names too.
+        Each block's part is kept as `per_block` keeps a fact."""
         whole = self.whole
         found = whole._gathered_groups.get(name)
         if found is not None:
             return found
         before = whole._groups_before
         previous = before.get(name) if before is not None else None
-        if reads_kinds:
-            # a kept block's part is the one the previous group was made from while no import,
-            # model class or kind changed
-            if whole._names_before is not whole.names_key or whole._kinds_before is not whole.kinds:
-                previous = None
-            kinds = whole.kinds
+        # a kept block's part is the one the previous group was made from while what the parts
+        # read (their own nodes; the imports and model classes; the kinds of names) is the same
+        if (reads_names or reads_kinds) and whole._names_before is not whole.names_key:
+            previous = None
+        if reads_kinds and whole._kinds_before is not whole.kinds:
+            previous = None
+        kinds = whole.kinds if reads_kinds else None
 
-            def own(block: BlockIndex) -> dict[K, list[N]]:
-                return whole.block_fact(block, name, part, kinds)
+        def own(block: BlockIndex) -> dict[K, list[N]]:
+            return whole.block_fact(block, name, part, kinds, reads_names=reads_names)
 
-            def gone(block: BlockIndex) -> dict[K, list[N]]:
-                made: dict[K, list[N]] = block.cached[name][2]
-                return made  # what the previous version's group was made from
-
-        else:
-            key = whole.names_key if reads_names else None
-            if reads_names and whole._names_before is not key:
-                previous = None  # every block's part may have changed
-
-            def own(block: BlockIndex) -> dict[K, list[N]]:
-                made: tuple[object, dict[K, list[N]]] | None = block.parts.get(name)
-                if made is None or made[0] is not key:
-                    made = block.parts[name] = (key, part(whole, block))
-                return made[1]
-
-            def gone(block: BlockIndex) -> dict[K, list[N]]:
-                made: tuple[object, dict[K, list[N]]] = block.parts[name]
-                return made[1]  # what the previous version's group was made from
+        def gone(block: BlockIndex) -> dict[K, list[N]]:
+            made: dict[K, list[N]] = block.cached[name][2]
+            return made  # what the previous version's group was made from
 
         found = Gathered.of(whole._blocks, own, previous, whole._change, gone_part=gone)
         whole._gathered_groups[name] = found
@@ -616,9 +606,6 @@ class BlockIndex:
     cached: dict[str, tuple[object, object, Any, dict[str, ValueKind | None] | None]] = field(
         default_factory=dict
     )
-    # its parts of the file's groups (see Semantics.gathered), by the group's name, with the
-    # names key they were made under
-    parts: dict[str, tuple[object, Any]] = field(default_factory=dict)
 
 
 # Stands for the module while a block is indexed without it.
@@ -821,28 +808,6 @@ def merge_blocks(
         assert previous is not None
         sem.imports = previous.imports  # the same object: blocks compare it by identity
         sem._qualname_cache = previous._qualname_cache  # a name means what it meant
-    sem.calls_by_attr = Gathered.of(
-        blocks, lambda block: block.calls_by_attr, _gathered(previous, "calls_by_attr"), patch
-    )
-    sem.calls_by_name = Gathered.of(
-        blocks, lambda block: block.calls_by_name, _gathered(previous, "calls_by_name"), patch
-    )
-    sem.calls_by_qualname = Gathered.of(
-        blocks,
-        sem.qualnames_of,
-        _gathered(previous, "calls_by_qualname"),
-        patch if imports_kept else None,
-        gone_part=lambda block: block.qualnames or {},
-    )
-    sem.methods_by_name = Gathered.of(
-        blocks, lambda block: block.methods_by_name, _gathered(previous, "methods_by_name"), patch
-    )
-    sem.plain_functions_by_name = Gathered.of(
-        blocks,
-        lambda block: block.plain_functions_by_name,
-        _gathered(previous, "plain_functions_by_name"),
-        patch,
-    )
     if imports_kept and patch is not None and not patch.touches_classes():
         assert previous is not None
         sem.module_classes = previous.module_classes  # no class came or went, no base changed
@@ -854,6 +819,17 @@ def merge_blocks(
     sem.names_key = names_key
     if previous is not None:
         sem._names_before = previous.names_key
+    # the calls, patched from the previous version's (by qualname while the names stay)
+    sem.calls_by_attr = sem.gathered("semantics:calls-by-attr", _calls_by_attr_of)
+    sem.calls_by_name = sem.gathered("semantics:calls-by-name", _calls_by_name_of)
+    sem.calls_by_qualname = sem.gathered(
+        "semantics:calls-by-qualname", _calls_by_qualname_of, reads_names=True
+    )
+    sem.methods_by_name = sem.gathered("semantics:methods-by-name", _methods_by_name_of)
+    sem.plain_functions_by_name = sem.gathered(
+        "semantics:plain-functions-by-name", _plain_functions_by_name_of
+    )
+    if previous is not None:
         if names_key is previous.names_key:
             # a node's facts that read its subtree and these names stay true
             sem._node_memos = {
@@ -866,6 +842,27 @@ def merge_blocks(
     if previous is not None:
         sem._kinds_before = previous.kinds
     return sem
+
+
+# A block's parts of the file's groups (see Semantics.gathered).
+def _calls_by_attr_of(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
+    return block.calls_by_attr
+
+
+def _calls_by_name_of(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
+    return block.calls_by_name
+
+
+def _calls_by_qualname_of(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
+    return sem.qualnames_of(block)
+
+
+def _methods_by_name_of(sem: Semantics, block: BlockIndex) -> dict[str, list[Function]]:
+    return block.methods_by_name
+
+
+def _plain_functions_by_name_of(sem: Semantics, block: BlockIndex) -> dict[str, list[Function]]:
+    return block.plain_functions_by_name
 
 
 def _functions_of(sem: Semantics, block: BlockIndex) -> dict[str, list[Function]]:
@@ -1012,11 +1009,6 @@ class Gathered(Mapping[K, list[N]]):
 
     def values(self) -> ValuesView[list[N]]:
         return self._every.values()
-
-
-def _gathered(previous: Semantics | None, groups: str) -> Gathered[Any, Any] | None:
-    found = getattr(previous, groups, None)
-    return found if isinstance(found, Gathered) else None
 
 
 def _carried(cache: dict[int, Any], parents: dict[ast.AST, ast.AST]) -> dict[int, Any]:
