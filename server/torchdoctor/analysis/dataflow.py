@@ -8,6 +8,7 @@ import ast
 from dataclasses import dataclass, field
 
 from .semantics import FUNCTION_NODES, Semantics, dotted_name, position
+from .tree_walk import child_nodes
 
 # Calls whose result has no autograd history: following a value through them stops there.
 GRAPH_CUTTING_METHODS = frozenset({"item", "detach", "tolist", "numpy", "detach_"})
@@ -70,7 +71,7 @@ def _binding_statements(sem: Semantics, scope: ast.AST) -> list[ast.AST]:
         if isinstance(node, BINDING_NODES):
             found.append(node)
         if not isinstance(node, FUNCTION_NODES):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+            stack.extend(reversed(child_nodes(node)))
     return found
 
 
@@ -180,7 +181,7 @@ def names_with_history(expr: ast.AST) -> list[ast.Name]:
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return found
 
 

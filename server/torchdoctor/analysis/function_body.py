@@ -6,14 +6,10 @@ import ast
 from collections.abc import Iterator
 
 from .semantics import FUNCTION_NODES
+from .tree_walk import pre_order
 
 
 def own_nodes(function: ast.AST) -> Iterator[ast.AST]:
-    """Every node of a function body, without the bodies of nested functions and classes."""
-    stack = list(reversed(getattr(function, "body", [])))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, FUNCTION_NODES):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    """Every node of a function body in source order, without the bodies of nested functions,
+    classes and lambdas (their own nodes are yielded, not entered)."""
+    return pre_order(getattr(function, "body", []), FUNCTION_NODES)

@@ -27,11 +27,15 @@ from functools import cached_property
 from itertools import chain
 from typing import Any, TypeVar
 
+from .tree_walk import CHILD_FIELDS, child_fields
+
 T = TypeVar("T")
 N = TypeVar("N", bound=ast.AST)
 K = TypeVar("K", bound=Hashable)
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
+# where a climb for the loops around a node stops
+_SCOPE_OR_MODULE = (*FUNCTION_NODES, ast.Module)
 Loop = ast.For | ast.AsyncFor | ast.While
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -439,40 +443,69 @@ class Semantics:
     def enclosing_loops(self, node: ast.AST) -> list[Loop]:
         """Loops around `node`, innermost first, stopping at the enclosing function or class.
 
-        A node in a loop's `else:` or in its iterable is not part of an iteration. Memoised:
-        rules ask this for the same nodes many times.
+        A node in a loop's `else:` or in its iterable is not part of an iteration. Memoised for
+        every node on the way up too (rules ask this for most calls, and calls share their
+        statements): the climb stops at the first ancestor already answered. The list is
+        shared between nodes: callers read it, never change it.
         """
         cache = self._loops_cache
         found = cache.get(id(node))
         if found is not None and found[0] is node:
             return found[1]
-        loops: list[Loop] = []
-        child = node
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, FUNCTION_NODES):
+        parents = self.parents
+        path = [node]
+        above: list[Loop] = []  # the loops around the parent of the path's last node
+        parent = parents.get(node)
+        while parent is not None and not isinstance(parent, _SCOPE_OR_MODULE):
+            known = cache.get(id(parent))
+            if known is not None and known[0] is parent:
+                above = known[1]
                 break
-            if isinstance(ancestor, LOOP_NODES) and _is_in_loop_body(ancestor, child):
-                loops.append(ancestor)
-            child = ancestor
-        cache[id(node)] = (node, loops)
+            path.append(parent)
+            parent = parents.get(parent)
+        else:
+            parent = None  # a function, the module or nothing above: no loop further up
+        # down the path: each node's loops are its parent's, with the parent first when the
+        # parent is a loop whose body holds the node
+        loops = above
+        for child in reversed(path):
+            if (
+                parent is not None
+                and isinstance(parent, LOOP_NODES)
+                and _is_in_loop_body(parent, child)
+            ):
+                loops = [parent, *loops]
+            cache[id(child)] = (child, loops)
+            parent = child
         return loops
 
     def enclosing_function(self, node: ast.AST) -> Function | None:
         """The function whose body holds `node`; None at module level, in a class body or in a
-        lambda. Memoised: rules ask it for the same nodes many times."""
-        key = id(node)
+        lambda. Memoised for every node on the way up too: the climb stops at the first
+        ancestor already answered."""
         cache = self._function_cache
-        known = cache.get(key)
+        known = cache.get(id(node))
         if known is not None and known[0] is node:
             return known[1]
+        parents = self.parents
+        path = [node]
         found: Function | None = None
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
-                found = ancestor
+        parent = parents.get(node)
+        while parent is not None:
+            kind = type(parent)
+            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                found = parent  # type: ignore[assignment]  # type() tested above
                 break
-            if isinstance(ancestor, ast.ClassDef | ast.Lambda):
+            if kind is ast.ClassDef or kind is ast.Lambda or kind is ast.Module:
                 break
-        cache[key] = (node, found)
+            known = cache.get(id(parent))
+            if known is not None and known[0] is parent:
+                found = known[1]
+                break
+            path.append(parent)
+            parent = parents.get(parent)
+        for child in path:
+            cache[id(child)] = (child, found)
         return found
 
     def enclosing_statement(self, node: ast.AST) -> ast.stmt | None:
@@ -639,9 +672,11 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
         if kind is ast.Name:
             identifiers.add(node.id)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             continue  # nothing below a name but its context
-        fields = _CHILD_FIELDS.get(kind)
+        fields = CHILD_FIELDS.get(kind)
         if fields is None:
-            fields = _child_fields(kind)
+            fields = child_fields(kind)
+        if kind is ast.Constant:
+            continue  # a ninth of all nodes: nothing below it, nothing to record
         if kind is ast.Attribute:
             identifiers.add(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
         elif kind is ast.arg:
@@ -1022,31 +1057,6 @@ _ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
 _LOOPS = frozenset({ast.For, ast.AsyncFor})
 _BINDING_STATEMENTS = _ASSIGNMENTS | _LOOPS | {ast.With, ast.AsyncWith, ast.NamedExpr}
 _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
-# Fields that never hold a child worth visiting: `ctx` is a shared Load/Store singleton.
-_SKIPPED_FIELDS = frozenset({"ctx"})
-# ASDL types of fields that hold plain values (names, strings, numbers), never nodes.
-_PRIMITIVE_TYPES = frozenset({"identifier", "string", "constant", "int"})
-_ASDL_FIELD = re.compile(r"(\w+)[?*]? (\w+)")
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(kind: type) -> tuple[str, ...]:
-    """The fields of a node type that can hold child nodes, in source order. The primitive ones
-    are left out so that the walk need not look at them on every node; their types come from
-    the ASDL signature CPython puts in each node class's docstring."""
-    fields = _CHILD_FIELDS.get(kind)
-    if fields is None:
-        primitive = {
-            name
-            for asdl_type, name in _ASDL_FIELD.findall(kind.__doc__ or "")
-            if asdl_type in _PRIMITIVE_TYPES
-        }
-        fields = _CHILD_FIELDS[kind] = tuple(
-            name
-            for name in kind._fields  # type: ignore[attr-defined]  # every ast node class has _fields
-            if name not in _SKIPPED_FIELDS and name not in primitive
-        )
-    return fields
 
 
 def _push_children(
@@ -1059,7 +1069,7 @@ def _push_children(
     """Push `node`'s children so that they pop in source order (a pre-order walk). A function's
     body is its own scope (`body_scope`); everything else stays in `scope`."""
     children: list[tuple[ast.AST, ast.AST | None]] = []
-    for name in _child_fields(type(node)):
+    for name in child_fields(type(node)):
         value = getattr(node, name, None)
         owner = body_scope if body_scope is not None and name == "body" else scope
         if isinstance(value, list):

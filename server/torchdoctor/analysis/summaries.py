@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .semantics import FUNCTION_NODES, BlockIndex, Function, Semantics, ValueKind, position
+from .tree_walk import child_nodes, walk
 
 # `loss`, `total_loss`, `loss_g`, `lossD`: names that strongly imply a loss tensor
 LOSS_NAME = re.compile(r"(^|_)loss|loss($|_|[A-Z0-9])", re.IGNORECASE)
@@ -242,7 +243,7 @@ def computes_loss(sem: Semantics, value: ast.AST) -> bool:
                 return True
         if isinstance(node, FUNCTION_NODES):
             continue
-        pending.extend(ast.iter_child_nodes(node))
+        pending.extend(child_nodes(node))
     return False
 
 
@@ -263,7 +264,7 @@ def returned_names(sem: Semantics, function: Function) -> frozenset[str]:
             if isinstance(node, ast.Return) and node.value is not None:
                 names.update(_names_with_history(sem, node.value))
                 continue
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
         found = cache[id(function)] = frozenset(names)
     return found
 
@@ -281,7 +282,7 @@ def _names_with_history(sem: Semantics, expr: ast.AST) -> list[str]:
         dotted = sem.dotted(node) if isinstance(node, ast.Name | ast.Attribute) else None
         if dotted is not None:
             found.append(dotted)
-        pending.extend(ast.iter_child_nodes(node))
+        pending.extend(child_nodes(node))
     return found
 
 
@@ -588,7 +589,7 @@ def _calls_or_names(node: ast.AST, name: str) -> bool:
 def _calls_name(node: ast.AST, name: str) -> bool:
     return any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
-        for n in ast.walk(node)
+        for n in walk(node)
     )
 
 

@@ -22,6 +22,7 @@ from .semantics import (
     position,
 )
 from .summaries import is_zeroing_scale
+from .tree_walk import child_nodes
 
 # `fill_`/`mul_` zero a gradient only with 0 (`mul_(1 / n)` averages it); `detach_` zeroes nothing
 ZEROING_ATTRS = ("zero_", "fill_", "mul_")
@@ -138,7 +139,7 @@ class TrainingStructure:
                     continue
                 if isinstance(node, ast.Call):
                     found.append(node)
-                stack.extend(ast.iter_child_nodes(node))
+                stack.extend(child_nodes(node))
         return found
 
     def steps_in(self, loop: Loop) -> list[ast.Call]:

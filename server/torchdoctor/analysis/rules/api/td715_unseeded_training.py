@@ -10,6 +10,7 @@ from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...semantics import Semantics
 from ...training import training_of
+from ...tree_walk import walk
 
 SEEDING_CALLS = frozenset(
     {
@@ -94,7 +95,7 @@ def _top_level_runs_own_code(sem: Semantics) -> bool:
     for statement in sem.tree.body:
         if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             continue
-        for node in ast.walk(statement):
+        for node in walk(statement):
             if isinstance(node, ast.Name) and node.id in defined:
                 return True
     return False

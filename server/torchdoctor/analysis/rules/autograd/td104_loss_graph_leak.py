@@ -12,6 +12,7 @@ from ...findings import Finding, Fix, Severity, rule
 from ...semantics import Function, Loop, Semantics, ValueKind
 from ...summaries import computes_loss, in_no_grad, returned_names, summaries_of
 from ...training import function_scope, training_of
+from ...tree_walk import walk
 
 
 @rule(
@@ -176,7 +177,7 @@ def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[tu
         flow = None
         while pending:
             root, depth = pending.pop()
-            for node in ast.walk(root):
+            for node in walk(root):
                 dotted = sem.dotted(node)
                 if dotted is not None:
                     names.add((owner, dotted))

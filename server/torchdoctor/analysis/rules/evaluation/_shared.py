@@ -23,6 +23,7 @@ from ...semantics import (
 )
 from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
 from ...training import is_backward_call, is_optimizer_step, training_of
+from ...tree_walk import walk
 
 EVALUATION_FUNCTION = re.compile(
     r"(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing"
@@ -267,26 +268,23 @@ def _key(function: Function | None) -> int:
 
 
 def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, facts: EvaluationFacts) -> None:
-    by_loop: dict[int, EvaluationLoop] = {}
-    verdicts: dict[int, bool] = {}
-    for call in sem.calls:
-        if not is_model_call(sem, call):
+    """Each model call goes to the outermost evaluation loop around it. Loops first: a file has
+    far fewer loops than calls, and only the calls in evaluation loops are asked whether they
+    run a model."""
+    training = training_of(sem)
+    claimed: set[int] = set()
+    # in source order, an outer loop comes before the loops inside it
+    for loop in sem.loops:
+        if not _is_evaluation_loop(ctx, facts, loop):
             continue
-        chosen: Loop | None = None
-        for loop in sem.enclosing_loops(call):
-            verdict = verdicts.get(id(loop))
-            if verdict is None:
-                verdict = verdicts[id(loop)] = _is_evaluation_loop(ctx, facts, loop)
-            if verdict:
-                chosen = loop  # the outermost one wins
-        if chosen is None:
-            continue
-        entry = by_loop.get(id(chosen))
-        if entry is None:
-            entry = by_loop[id(chosen)] = EvaluationLoop(chosen)
+        entry = EvaluationLoop(loop)
+        for call in training.calls_in(loop):
+            if id(call) not in claimed and is_model_call(sem, call):
+                claimed.add(id(call))
+                entry.model_calls.append(call)
+        if entry.model_calls:
+            entry.model_calls.sort(key=position)
             facts.loops.append(entry)
-        entry.model_calls.append(call)
-    facts.loops.sort(key=lambda entry: position(entry.loop))
 
 
 def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:
@@ -303,9 +301,10 @@ def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) ->
         return False
     if loop.body and isinstance(loop.body[-1], ast.Break):
         return False  # one pass only (`for batch in loader: model(batch); break`): a warm-up
-    if _loop_may_train(ctx, loop):
-        return False
+    # each test is a pure condition: the cheap name test first
     if not _looks_like_evaluation(sem, loop):
+        return False
+    if _loop_may_train(ctx, loop):
         return False
     if _in_training_step(ctx, facts, loop) or _feeds_later_training(ctx, facts, loop):
         return False
@@ -387,7 +386,7 @@ def _looks_like_evaluation(sem: Semantics, loop: Loop) -> bool:
             return True
     if not isinstance(loop, ast.For | ast.AsyncFor):
         return False
-    for node in ast.walk(loop.iter):
+    for node in walk(loop.iter):
         if isinstance(node, ast.Call):
             continue
         if isinstance(node, ast.Name | ast.Attribute):

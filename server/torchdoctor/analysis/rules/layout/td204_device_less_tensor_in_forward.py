@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...semantics import Function, Semantics, ValueKind
+from ...tree_walk import walk
 from ._shared import is_tensor_call, used_as_tensor
 
 SIZE_ATTRIBUTES = ("shape", "ndim", "dtype", "device", "is_cuda", "layout")
@@ -135,7 +136,7 @@ def _input_names(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunction
         for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
         if a.arg not in ("self", "cls")
     }
-    for node in ast.walk(function):
+    for node in walk(function):
         if not isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) or node.value is None:
             continue
         if _derives_from(ctx, node.value, names):
