@@ -645,6 +645,24 @@ class BlockIndex:
 _MODULE_SCOPE = ast.Module(body=[], type_ignores=[])
 
 
+def _binding_scope(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST | None:
+    """The scope whose local data flow sees what `node` binds: the module (a top-level
+    statement has no parent in its block's index), the function whose body holds it, or
+    None in a class body, a lambda, or a function's header (decorators, defaults)."""
+    child = node
+    parent = parents.get(child)
+    while parent is not None:
+        kind = type(parent)
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            # a function's body holds statements; its header, expressions and arguments
+            return parent if isinstance(child, ast.stmt) else None
+        if kind is ast.ClassDef or kind is ast.Lambda:
+            return None
+        child = parent
+        parent = parents.get(child)
+    return _MODULE_SCOPE
+
+
 def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex:
     statements = tuple(statements)
     parents: dict[ast.AST, ast.AST] = {}
@@ -660,27 +678,23 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     identifiers: set[str] = set()
     # One pre-order walk records parents, indexes the nodes rules ask about, and lists the
     # statements that bind names in each scope (what dataflow needs, without walking again).
-    # Each entry carries the scope whose local data flow sees the node: the module, a function
-    # body, or None inside a class body, a lambda, or a function's header.
-    stack: list[tuple[ast.AST, ast.AST | None]] = [
-        (statement, _MODULE_SCOPE) for statement in reversed(statements)
-    ]
+    # The stack holds nodes alone: the scope of a binding is found by climbing its parents
+    # (a step or two), which costs less than carrying a scope with every node of the file.
+    stack: list[ast.AST] = list(reversed(statements))
     pop = stack.pop
     while stack:
-        node, scope = pop()
+        node = pop()
         kind = type(node)
         if kind is ast.Name:
             identifiers.add(node.id)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             continue  # nothing below a name but its context
+        if kind is ast.Constant:
+            continue  # a ninth of all nodes: nothing below it, nothing to record
         fields = CHILD_FIELDS.get(kind)
         if fields is None:
             fields = child_fields(kind)
-        if kind is ast.Constant:
-            continue  # a ninth of all nodes: nothing below it, nothing to record
         if kind is ast.Attribute:
             identifiers.add(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-        elif kind is ast.arg:
-            identifiers.add(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
         elif kind is ast.Call:
             calls.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
             func = node.func  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
@@ -688,7 +702,10 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
                 calls_by_attr[func.attr].append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
             elif type(func) is ast.Name:
                 calls_by_name[func.id].append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+        elif kind is ast.arg:
+            identifiers.add(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
         elif kind in _BINDING_STATEMENTS:
+            scope = _binding_scope(node, parents)
             if scope is not None:
                 bindings[id(scope)].append(node)
             if kind in _ASSIGNMENTS:
@@ -696,39 +713,34 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             elif kind in _LOOPS:
                 loops.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
         elif kind in _SCOPES:
+            scope = _binding_scope(node, parents)
             if scope is not None:
                 bindings[id(scope)].append(node)  # its name is bound where it is defined
             if kind is ast.ClassDef:
                 classes.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-                scope = None
-            elif kind is ast.Lambda:
-                scope = None
-            else:
+            elif kind is not ast.Lambda:
                 functions.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-                # the header (decorators, defaults, annotations) is in no scope's data flow
-                _push_children(node, None, stack, parents, body_scope=node)
-                continue
         elif kind is ast.While:
             loops.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
         elif kind is ast.Import or kind is ast.ImportFrom:
             imports.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
         if not fields:
-            continue  # Name, Constant, operators, aliases: nothing below them
-        # `_push_children` inlined: this loop runs once per node of the file
-        children: list[tuple[ast.AST, ast.AST | None]] = []
+            continue  # operators, aliases: nothing below them
+        children: list[ast.AST] = []
         append = children.append
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST):
+                    # None holes: `{**d}`'s key, a keyword-only argument without a default
+                    if item is not None:
                         parents[item] = node
-                        append((item, scope))
-            elif isinstance(value, ast.AST):
+                        append(item)
+            elif value is not None:
                 parents[value] = node
-                append((value, scope))
+                append(value)
         children.reverse()
-        stack.extend(children)
+        stack += children
     # The walk visits a function's body before its decorators; source order is what rules expect.
     for collection in (calls, loops, functions, classes, assigns):
         collection.sort(key=_start)
@@ -1057,31 +1069,6 @@ _ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
 _LOOPS = frozenset({ast.For, ast.AsyncFor})
 _BINDING_STATEMENTS = _ASSIGNMENTS | _LOOPS | {ast.With, ast.AsyncWith, ast.NamedExpr}
 _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
-
-
-def _push_children(
-    node: ast.AST,
-    scope: ast.AST | None,
-    stack: list[tuple[ast.AST, ast.AST | None]],
-    parents: dict[ast.AST, ast.AST],
-    body_scope: ast.AST | None = None,
-) -> None:
-    """Push `node`'s children so that they pop in source order (a pre-order walk). A function's
-    body is its own scope (`body_scope`); everything else stays in `scope`."""
-    children: list[tuple[ast.AST, ast.AST | None]] = []
-    for name in child_fields(type(node)):
-        value = getattr(node, name, None)
-        owner = body_scope if body_scope is not None and name == "body" else scope
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, ast.AST):
-                    parents[item] = node
-                    children.append((item, owner))
-        elif isinstance(value, ast.AST):
-            parents[value] = node
-            children.append((value, owner))
-    children.reverse()
-    stack.extend(children)
 
 
 def _start(node: ast.AST) -> tuple[int, int]:

@@ -87,7 +87,7 @@ TENSOR_FROM_NUMPY = ("torch.from_numpy", "torch.tensor", "torch.as_tensor", "tor
 )
 def float64_leak(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    if _sets_default_dtype(ctx):
+    if not _makes_float64_tensors(ctx) or _sets_default_dtype(ctx):
         return
     if _has_float64_model(ctx):
         return
@@ -155,6 +155,16 @@ def _float32_fix(ctx: RuleContext, call: ast.Call) -> Fix:
     span = ctx.doc.span_of(call)
     closing = Span(span.end_line, span.end_col - 1, span.end_line, span.end_col)
     return Fix("Append `.float()`", (Edit(closing, ").float()"),))
+
+
+@file_fact("makes-float64-tensors")
+def _makes_float64_tensors(ctx: RuleContext) -> bool:
+    """The file calls `.double()` or makes a tensor from an array: every source this rule
+    reports is one of those calls, so a file without them needs no look at its model calls."""
+    whole = ctx.sem.whole
+    return bool(whole.calls_by_attr.get("double")) or any(
+        True for _ in whole.calls_to(*TENSOR_FROM_NUMPY)
+    )
 
 
 @file_fact("sets-default-dtype")
