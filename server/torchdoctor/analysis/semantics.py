@@ -352,6 +352,13 @@ class Semantics:
         ):
             found = {}
             for call in block.calls:
+                # only a chain that starts at an imported name has one: most calls are
+                # `self.f(...)`, `model(x)`, a local function; skip them before spelling them
+                root = call.func
+                while type(root) is ast.Attribute:
+                    root = root.value
+                if type(root) is not ast.Name or root.id not in imports:
+                    continue
                 qualname = self.call_qualname(call)
                 if qualname is not None:
                     found.setdefault(qualname, []).append(call)

@@ -199,10 +199,18 @@ def _is_loss_or_optimizer(sem: Semantics, argument: ast.expr) -> bool:
         if sem.kind_of(argument) is ValueKind.OPTIMIZER:
             return True
         # a loss under another name: `err = criterion(out, y)`, then `backprop(err)`
-        return isinstance(argument, ast.Name) and any(
-            computes_loss(sem, value) for value in sem.assigned_values(dotted)
-        )
+        return isinstance(argument, ast.Name) and _assigned_a_loss(sem, dotted)
     return isinstance(argument, ast.Call) and _is_loss_call(sem, argument)
+
+
+def _assigned_a_loss(sem: Semantics, name: str) -> bool:
+    """Some assignment in the file gives `name` a loss. Memoised per version: loops ask it for
+    every argument named `x` or `batch`, and such names have many assignments."""
+    cache: dict[str, bool] = sem.derived.setdefault("summaries:assigned-a-loss", {})
+    found = cache.get(name)
+    if found is None:
+        found = cache[name] = any(computes_loss(sem, value) for value in sem.assigned_values(name))
+    return found
 
 
 def _is_loss_call(sem: Semantics, call: ast.Call) -> bool:
