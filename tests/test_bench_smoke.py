@@ -36,8 +36,9 @@ def test_bench_section_produces_its_table(section: str, tmp_path: Path) -> None:
 
 
 def test_the_edit_bench_times_the_engine_and_compares_two_trees() -> None:
-    """`bench.edit_bench` on a small file: back to back, and against a tree (here this one)."""
-    for extra in ([], ["--against", str(ROOT)]):
+    """`bench.edit_bench` on a small file: back to back, and against a tree (here this one);
+    letters typed, and Enter keystrokes."""
+    for extra in ([], ["--against", str(ROOT)], ["--enter"], ["--enter", "--against", str(ROOT)]):
         done = subprocess.run(
             [sys.executable, "-m", "bench.edit_bench", "--lines", "300", "--edits", "4", *extra],
             capture_output=True,
@@ -46,7 +47,8 @@ def test_the_edit_bench_times_the_engine_and_compares_two_trees() -> None:
             timeout=300,
         )
         assert done.returncode == 0, done.stderr
-        expected = "edits in turn" if extra else "edits back to back"
+        edits = "Enter keystrokes" if "--enter" in extra else "edits"
+        expected = f"{edits} in turn" if "--against" in extra else f"{edits} back to back"
         assert f"dense 300 lines, 4 {expected}: " in done.stdout, done.stdout
-        if extra:
+        if "--against" in extra:
             assert "median ratio" in done.stdout

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from itertools import chain
 
 from .blocks import BlockScan, rescan, scan, unchanged_ends
 from .config import Config
@@ -29,6 +30,7 @@ from .gc_pause import gc_paused
 from .lines import LineIndex
 from .scoped import BlockFindings, ScopedFindings, analyse_scoped
 from .semantics import BlockIndex, Semantics, index_block, merge_blocks
+from .tree_walk import pre_order, shift_lines
 
 
 @dataclass(eq=False)
@@ -59,8 +61,12 @@ class ParsedBlock:
         """Put the block at another first line: its nodes move by whole lines."""
         delta = start - self.start
         if delta:
-            for statement in self.statements:
-                ast.increment_lineno(statement, delta)
+            # the index lists every node of the block below its statements: no walk needed
+            below = self._index.parents if self._index is not None else None
+            if below is None:
+                shift_lines(pre_order(list(self.statements)), delta)
+            else:
+                shift_lines(chain(self.statements, below), delta)
             self.problems = [
                 SyntaxProblem(problem.line + delta, problem.col, problem.message)
                 for problem in self.problems
@@ -122,6 +128,12 @@ class IncrementalAnalyser:
     def forget(self) -> None:
         self._previous = None
         self._findings.forget()
+
+    @property
+    def moved_from(self) -> dict[int, tuple[Finding, int]]:
+        """The last analysis' findings that are the previous one's moved by whole lines (an
+        Enter above them), by id: the finding they were, and the lines they moved by."""
+        return self._findings.moved_from
 
     @property
     def runs(self) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .config import Config
@@ -28,7 +28,7 @@ from .context import RuleContext
 from .document import Document
 from .engine import run_rules
 from .file_facts import file_facts_of
-from .findings import Edit, Finding, Span
+from .findings import Edit, Finding, Fix, Span
 from .mode_layers import class_mode_layers
 from .semantics import Semantics, ValueKind
 from .summaries import FunctionSummary, returned_names, summaries_of
@@ -70,10 +70,14 @@ class ScopedFindings:
     kinds: dict[str, ValueKind] | None = None  # the kinds of names the last version had
     full_runs: int = 0
     focused_runs: int = 0
+    # the last version's findings that are an earlier version's moved by whole lines, by id:
+    # (that earlier finding, the lines it moved by); what showed it can be moved, not redone
+    moved_from: dict[int, tuple[Finding, int]] = field(default_factory=dict)
 
     def forget(self) -> None:
         self.key = None
         self.kinds = None
+        self.moved_from = {}
 
 
 def analyse_scoped(
@@ -111,11 +115,17 @@ def analyse_scoped(
         _store(run_rules(document, config, exclude=FILE_RULES), blocks, key)
         cache.full_runs += 1
     findings: list[Finding] = []
+    moved_from: dict[int, tuple[Finding, int]] = {}
     for block in blocks:
         kept = block.kept
         assert kept is not None
         delta = block.start - kept.start
-        moved = kept.findings if not delta else [_moved(f, delta) for f in kept.findings]
+        if delta:
+            moved = [_moved(finding, delta) for finding in kept.findings]
+            for before, after in zip(kept.findings, moved, strict=True):
+                moved_from[id(after)] = (before, delta)
+        else:
+            moved = kept.findings
         findings.extend(moved)
         if kept.volatile:
             block.kept = None
@@ -125,6 +135,7 @@ def analyse_scoped(
     # rules' few go in where they belong, after any equal ones, as a stable sort puts them
     for finding in run_rules(document, config, codes=FILE_RULES):
         findings.insert(bisect_right(findings, _order(finding), key=_order), finding)
+    cache.moved_from = moved_from
     return findings
 
 
@@ -159,12 +170,20 @@ def _edits_outside(finding: Finding, block: ParsedBlock) -> bool:
 
 
 def _moved(finding: Finding, delta: int) -> Finding:
+    # made field by field: `dataclasses.replace` looks the fields up again for each of the
+    # hundreds of findings an Enter keystroke moves
     fix = finding.fix
     if fix is not None:
-        fix = replace(
-            fix, edits=tuple(Edit(_span_moved(e.span, delta), e.content) for e in fix.edits)
-        )
-    return replace(finding, span=_span_moved(finding.span, delta), fix=fix)
+        edits = tuple(Edit(_span_moved(edit.span, delta), edit.content) for edit in fix.edits)
+        fix = Fix(fix.title, edits, fix.safe)
+    return Finding(
+        finding.code,
+        finding.name,
+        finding.message,
+        _span_moved(finding.span, delta),
+        finding.severity,
+        fix,
+    )
 
 
 def _span_moved(span: Span, delta: int) -> Span:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 # Fields that never hold a child worth visiting: `ctx` is a shared Load/Store singleton.
 _SKIPPED_FIELDS = frozenset({"ctx"})
@@ -82,3 +82,24 @@ def pre_order(nodes: list[ast.AST], stop: tuple[type, ...] = ()) -> Iterator[ast
         children = child_nodes(current)
         children.reverse()
         stack.extend(children)
+
+
+# Node types that carry line numbers (statements, expressions, arguments, keywords, aliases...),
+# from their `_attributes`; `arguments`, `comprehension` and the singletons carry none.
+_POSITIONED: dict[type, bool] = {}
+
+
+def shift_lines(nodes: Iterable[ast.AST], delta: int) -> None:
+    """Move each of `nodes` (not the nodes below them: pass every node) by `delta` lines, as
+    `ast.increment_lineno` does for a whole subtree; an Enter keystroke moves every block
+    below it, so this runs over most of the file's nodes and must not walk them again."""
+    for node in nodes:
+        kind = type(node)
+        positioned = _POSITIONED.get(kind)
+        if positioned is None:
+            positioned = _POSITIONED[kind] = "lineno" in kind._attributes
+        if positioned:
+            node.lineno += delta  # type: ignore[attr-defined]  # positioned: tested above
+            end = node.end_lineno  # type: ignore[attr-defined]  # positioned: tested above
+            if end is not None:
+                node.end_lineno = end + delta  # type: ignore[attr-defined]  # positioned: tested above
