@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from torchdoctor.analysis.config import Config
 from torchdoctor.analysis.incremental import IncrementalAnalyser
 from torchdoctor.lsp.diagnostics import (
+    AnalysisResult,
     DiagnosticCache,
     _unstructure,
     analyse_version,
@@ -30,7 +31,9 @@ TEXT = (
 )
 
 
-def _analyse(version: int, text: str, analyser: IncrementalAnalyser, cache: DiagnosticCache):
+def _analyse(
+    version: int, text: str, analyser: IncrementalAnalyser, cache: DiagnosticCache
+) -> AnalysisResult:
     return analyse_version(
         uri="file:///work/train.py",
         version=version,
@@ -45,7 +48,7 @@ def _analyse(version: int, text: str, analyser: IncrementalAnalyser, cache: Diag
     )
 
 
-def _assert_as_fresh(result) -> None:
+def _assert_as_fresh(result: AnalysisResult) -> None:
     mapper = result.mapper
     fresh = [to_diagnostic(finding, mapper, "en") for finding in result.findings]
     assert result.diagnostics == fresh
@@ -54,7 +57,7 @@ def _assert_as_fresh(result) -> None:
     assert sent == [_unstructure(diagnostic) for diagnostic in fresh]
 
 
-def test_an_enter_above_findings_moves_their_diagnostics_as_a_fresh_conversion_would():
+def test_an_enter_above_findings_moves_their_diagnostics_as_a_fresh_conversion_would() -> None:
     analyser, cache = IncrementalAnalyser("/work/train.py"), DiagnosticCache()
     _assert_as_fresh(_analyse(1, TEXT, analyser, cache))
     lines = TEXT.split("\n")
