@@ -169,6 +169,44 @@ def test_lines_added_above_move_the_findings_below_without_analysing_them() -> N
     assert findings == analyse(Document.parse(edited, PATH), ALL)
 
 
+SCRIPT = """import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+total = 0
+for batch in [torch.randn(8, 4) for _ in range(3)]:
+    optimizer.zero_grad()
+    loss = model(batch).sum()
+    loss.backward()
+    optimizer.step()
+    total += loss
+
+
+def flatten(x):
+    return x.transpose(0, 1).view(-1)
+"""
+
+
+def test_a_line_break_or_comment_in_top_level_code_analyses_that_block_alone() -> None:
+    """A script's top-level code tells the rest of the file what it does, not how it is laid
+    out: a blank line or a comment in it re-analyses that block only, and a change to what it
+    does (here the zeroing it drops) still analyses the whole file."""
+    lines = SCRIPT.split("\n")
+    loop = next(i for i, line in enumerate(lines) if line.startswith("for "))
+    analyser = IncrementalAnalyser(PATH)
+    _, first = analyser.analyse(SCRIPT, ALL)
+    assert first, "the script must have findings for the comparisons to mean anything"
+    for runs, edited in (
+        ((1, 1), "\n".join([*lines[: loop + 1], "", *lines[loop + 1 :]])),
+        ((1, 2), "\n".join([*lines[:loop], "# the epochs", *lines[loop:]])),
+        ((2, 2), SCRIPT.replace("    optimizer.zero_grad()\n", "")),
+    ):
+        _, findings = analyser.analyse(edited, ALL)
+        assert analyser.runs == runs
+        assert findings == analyse(Document.parse(edited, PATH), ALL)
+
+
 def test_a_syntax_error_costs_its_own_block_only() -> None:
     """A file that ends in an unfinished block: each edit elsewhere parses and analyses one
     block, and the other blocks keep their findings; the syntax error stays where it is."""

@@ -261,7 +261,9 @@ def _interface(block: ParsedBlock, sem: Semantics) -> object:
         )
         kind = type(definition).__name__
         return (kind, definition.name, functions, classes, assigned, local_calls)
-    return ("code", block.text)
+    # top-level code tells the rest of the file what it does, not where: its structure without
+    # positions, so a line break or a comment in it re-analyses that block alone
+    return ("code", tuple(ast.dump(statement) for statement in statements))
 
 
 def _header(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
