@@ -304,6 +304,35 @@ def measure_keystrokes(client: StdioClient, uri: str, text: str, count: int) -> 
     return {"version": version, **percentiles(latencies)}
 
 
+def measure_enter_keystrokes(
+    client: StdioClient, uri: str, text: str, count: int, seed: int, version: int
+) -> dict[str, Any]:
+    """Enter at the end of a function's line in the file's first tenth, then the line break
+    deleted again, in turn: each one moves every line below it, which a letter never does."""
+    lines = text.split("\n")
+    rng = random.Random(seed)
+    inside = [i for i, line in enumerate(lines[: len(lines) // 10]) if line.startswith("    ")]
+    latencies: list[float] = []
+    collecting = gc.isenabled()
+    gc.disable()  # as in measure_code_keystrokes: the client's collector would skew arrivals
+    try:
+        line = inside[0]
+        for edit in range(count):
+            version += 1
+            after = len(client.notifications)
+            if edit % 2 == 0:
+                line = rng.choice(inside)
+                sent = client.insert(uri, version, line, len(lines[line]), "\n")
+            else:
+                sent = client.change(uri, version, line, len(lines[line]), line + 1, 0, "")
+            note = client.diagnostics_for(uri, version, after)
+            latencies.append(note.received - sent)
+    finally:
+        if collecting:
+            gc.enable()
+    return {"version": version, **percentiles(latencies)}
+
+
 def measure_burst(
     client: StdioClient, uri: str, text: str, version: int, keys: int, interval: float
 ) -> dict[str, Any]:
@@ -510,6 +539,13 @@ def measure_dense_files(root: Path, edits: int) -> dict[str, Any]:
                 figures = measure_code_keystrokes(client, uri, text, edits, seed=len(text))
                 figures["findings"] = len(first.params["diagnostics"])
                 figures["lines"] = text.count("\n")
+                if name != "dense_3000_broken":
+                    enter = measure_enter_keystrokes(
+                        client, uri, text, max(2, edits // 5), len(text), figures["version"]
+                    )
+                    figures["version"] = enter["version"]
+                    figures["enter_p50_ms"] = enter["p50_ms"]
+                    figures["enter_p99_ms"] = enter["p99_ms"]
                 if name == "dense_3000":
                     figures["start_to_first_diagnostics_s"] = first.received - client.started
                     burst = measure_burst(client, uri, text, figures["version"], 40, 0.025)
@@ -522,16 +558,20 @@ def measure_dense_files(root: Path, edits: int) -> dict[str, Any]:
 
 def dense_markdown(results: dict[str, Any]) -> str:
     rows = [
-        "| file | server | findings | p50 | p99 | start → first diagnostics | last of 40 keys |",
-        "|---|---|---|---|---|---|---|",
+        "| file | server | findings | p50 | p99 | Enter p50 / p99 | start → first diagnostics "
+        "| last of 40 keys |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for key, figures in results.items():
         server, name = key.split(":")
         start = figures.get("start_to_first_diagnostics_s")
         burst = figures.get("burst_last_key_ms")
+        enter = figures.get("enter_p50_ms")
+        enter_cell = "" if enter is None else f"{enter:.1f} / {figures['enter_p99_ms']:.1f} ms"
         rows.append(
             f"| {name} ({figures['lines']:,} lines) | {server} | {figures['findings']} | "
             f"{figures['p50_ms']:.1f} ms | {figures['p99_ms']:.1f} ms | "
+            f"{enter_cell} | "
             f"{'' if start is None else f'{start:.2f} s'} | "
             f"{'' if burst is None else f'{burst:.1f} ms'} |"
         )

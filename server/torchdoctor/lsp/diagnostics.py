@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -179,17 +181,27 @@ class CachedDiagnostic:
     key: str
     diagnostic: types.Diagnostic
     json: str
-    # the JSON of every field but the range and the data (which hold line numbers): what a
-    # diagnostic moved by whole lines keeps; its members, without the braces
-    fixed_json: str
+    # the JSON cut at each line number it holds (its range's, its fix's edits'): `json` is the
+    # pieces with `lines` between them, and a diagnostic moved by whole lines has the same
+    # pieces with its lines moved; None where the text itself holds a mark (never moved)
+    pieces: tuple[str, ...] | None
+    lines: tuple[int, ...]
 
     @classmethod
     def of(cls, finding: Finding, key: str, diagnostic: types.Diagnostic) -> CachedDiagnostic:
         unstructured = _unstructure(diagnostic)
-        unstructured.pop("range")
-        unstructured.pop("data", None)
-        fixed = json.dumps(unstructured, separators=(",", ":"))[1:-1]
-        return cls(finding, key, diagnostic, _diagnostic_json(diagnostic, fixed), fixed)
+        lines: list[int] = []
+        unstructured["range"] = _line_marks(unstructured["range"], lines)
+        data = unstructured.get("data")
+        if isinstance(data, dict) and "fix" in data:
+            fix = data["fix"]
+            edits = [{**edit, "range": _line_marks(edit["range"], lines)} for edit in fix["edits"]]
+            unstructured["data"] = {**data, "fix": {**fix, "edits": edits}}
+        pieces = tuple(_LINE_MARK.split(json.dumps(unstructured, separators=(",", ":"))))
+        if len(pieces) != len(lines) + 1:  # a fix's text is the mark itself
+            text = json.dumps(_unstructure(diagnostic), separators=(",", ":"))
+            return cls(finding, key, diagnostic, text, None, ())
+        return cls(finding, key, diagnostic, _joined(pieces, lines), pieces, tuple(lines))
 
     def moved(self, finding: Finding, delta: int) -> CachedDiagnostic:
         """This diagnostic for `finding`, the same one moved by `delta` lines. Its columns stay:
@@ -216,8 +228,34 @@ class CachedDiagnostic:
             tags=diagnostic.tags,
             data=data,
         )
-        text = _diagnostic_json(moved, self.fixed_json)
-        return CachedDiagnostic(finding, self.key, moved, text, self.fixed_json)
+        assert self.pieces is not None  # `_moved_entry` moves only the diagnostics cut up
+        lines = tuple(line + delta for line in self.lines)
+        text = _joined(self.pieces, lines)
+        return CachedDiagnostic(finding, self.key, moved, text, self.pieces, lines)
+
+
+# Stands for a line number in the JSON of a diagnostic while it is cut into pieces: a quoted
+# string with a control character, which JSON escapes inside any string, so only a mark matches.
+_MARK = "\0line\0"
+_LINE_MARK = re.compile(re.escape(json.dumps(_MARK)))  # "\u0000line\u0000", quotes included
+
+
+def _line_marks(value: dict[str, Any], lines: list[int]) -> dict[str, Any]:
+    """A range with its line numbers replaced by marks; the numbers go to `lines`, in order."""
+    start, end = value["start"], value["end"]
+    lines.extend((start["line"], end["line"]))
+    return {
+        "start": {"line": _MARK, "character": start["character"]},
+        "end": {"line": _MARK, "character": end["character"]},
+    }
+
+
+def _joined(pieces: tuple[str, ...], lines: Sequence[int]) -> str:
+    parts = [pieces[0]]
+    for line, piece in zip(lines, pieces[1:], strict=True):
+        parts.append(str(line))
+        parts.append(piece)
+    return "".join(parts)
 
 
 def _moved_entry(
@@ -232,24 +270,9 @@ def _moved_entry(
         return None
     before, delta = moved
     entry = previous.get(id(before))
-    if entry is None or entry.finding is not before or entry.key != key:
+    if entry is None or entry.finding is not before or entry.key != key or entry.pieces is None:
         return None
     return entry.moved(finding, delta)
-
-
-def _diagnostic_json(diagnostic: types.Diagnostic, fixed_json: str) -> str:
-    """The diagnostic's JSON: its range and data made here, the other fields' JSON as kept."""
-    data = diagnostic.data
-    tail = "" if data is None else ',"data":' + json.dumps(data, separators=(",", ":"))
-    return f'{{"range":{_range_text(diagnostic.range)},{fixed_json}{tail}}}'
-
-
-def _range_text(value: types.Range) -> str:
-    start, end = value.start, value.end
-    return (
-        f'{{"start":{{"line":{start.line},"character":{start.character}}},'
-        f'"end":{{"line":{end.line},"character":{end.character}}}}}'
-    )
 
 
 def _moved_json(value: dict[str, Any], delta: int) -> dict[str, Any]:
