@@ -1,7 +1,8 @@
 """Analysis cost against parse cost: per-file analysis time divided by `ast.parse` time on the
-same text, for small, medium, 2,000- and 3,000-line files (medians of repeated runs); and, for the
+same text, for small, medium, 2,000- and 3,000-line files (medians of repeated runs); for the
 3,000-line file, one keystroke analysed incrementally (what the language server's analyser does
-per edit: only the edited top-level statement is parsed again)."""
+per edit: only the edited top-level statement is parsed again); and, where the mirrors of the
+ecosystem corpus are on the machine, the same sum over its public Python files."""
 
 from __future__ import annotations
 
@@ -52,7 +53,59 @@ def run_analysis_bench(quick: bool = False) -> dict[str, dict[str, float]]:
             results[f"{label}, one keystroke (incremental)"] = _keystroke_row(
                 text, parse, config, repeats
             )
+    if not quick:
+        corpus = _corpus_row()
+        if corpus is not None:
+            results["public code: the ecosystem corpus's Python files"] = corpus
     return results
+
+
+def _corpus_row(repeats: int = 3) -> dict[str, float] | None:
+    """`ast.parse` against parse + every rule, summed over the pinned corpus of public code
+    (`python -m bench ecosystem`), each file's best of `repeats`; None without its mirrors."""
+    from .ecosystem import (
+        corpus_config,
+        default_corpus_dir,
+        default_mirror_dir,
+        git_dir,
+        read_files,
+        read_manifest,
+    )
+
+    mirrors = default_mirror_dir()
+    texts: list[str] = []
+    for repository in read_manifest(default_corpus_dir()):
+        if git_dir(mirrors, repository) is not None:
+            texts.extend(
+                source.data.decode("utf-8", "replace")
+                for source in read_files(mirrors, repository, ".py")
+            )
+    if not texts:
+        return None
+    config = corpus_config()
+    parse = analysis = 0.0
+    for text in texts:
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue  # not Python 3.11: neither side is timed
+        parse += min(_seconds(lambda text=text: ast.parse(text)) for _ in range(repeats))
+        analysis += min(
+            _seconds(lambda text=text: analyse(Document.parse(text), config))
+            for _ in range(repeats)
+        )
+    return {
+        "lines": float(sum(text.count("\n") for text in texts)),
+        "ast_parse_ms": parse * 1000,
+        "analysis_ms": analysis * 1000,
+        "ratio": analysis / parse,
+    }
+
+
+def _seconds(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
 
 
 def _keystroke_row(text: str, parse: float, config: Config, repeats: int) -> dict[str, float]:
