@@ -15,6 +15,11 @@ from torchdoctor.analysis.bindings import module_functions
 from torchdoctor.analysis.blocks import scan
 from torchdoctor.analysis.incremental import IncrementalAnalyser
 from torchdoctor.analysis.rules.api.references import attribute_references
+from torchdoctor.analysis.rules.data._shared import passed_names_in_block
+from torchdoctor.analysis.rules.data.td505_workers_without_main_guard import (
+    calls_by_function,
+    module_level_calls,
+)
 from torchdoctor.analysis.rules.evaluation._shared import training_by_function, training_by_loop
 from torchdoctor.analysis.rules.layout.td202_float64_leak import float64_conversions
 from torchdoctor.analysis.rules.modules.activations import names_assigned_losses
@@ -379,6 +384,20 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
             assert sorted(located(nodes) for nodes in mine.values()) == sorted(
                 located(nodes) for nodes in theirs.values()
             )
+        by_function = [
+            sem.gathered("data:calls-by-function", calls_by_function) for sem in (carried, fresh)
+        ]
+        assert sorted(located(nodes) for nodes in by_function[0].values()) == sorted(
+            located(nodes) for nodes in by_function[1].values()
+        )
+        for group, named in (
+            ("data:passed-names", passed_names_in_block),
+            ("data:module-level-calls", module_level_calls),
+        ):
+            mine, theirs = (sem.gathered(group, named) for sem in (carried, fresh))
+            assert {k: located(v) for k, v in mine.items()} == {
+                k: located(v) for k, v in theirs.items()
+            }
         for name in ("model", "optimizer", "criterion", "crit", "sampler", "fwd", "self.proj"):
             assert located(carried.assigned_values(name)) == located(fresh.assigned_values(name))
         assert {k: position(v) for k, v in module_functions(carried).items()} == {

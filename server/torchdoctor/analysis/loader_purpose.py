@@ -12,6 +12,7 @@ from .expressions import is_true
 from .loader_calls import Arguments
 from .semantics import Semantics
 from .training import function_scope, training_of
+from .tree_walk import walk
 
 EVAL_WORDS = ("val", "valid", "validation", "test", "eval", "dev", "predict", "infer", "calib")
 
@@ -32,7 +33,7 @@ def loop_index(sem: Semantics) -> LoopIndex:
         for loop in sem.loops:
             if isinstance(loop, ast.For | ast.AsyncFor):
                 names: dict[str, ast.expr] = {}
-                for node in ast.walk(loop.iter):
+                for node in walk(loop.iter):
                     if isinstance(node, ast.Name | ast.Attribute):
                         name = sem.dotted(node)
                         if name is not None and name not in names:

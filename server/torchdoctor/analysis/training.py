@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TypeVar
 
@@ -169,7 +169,19 @@ class TrainingStructure:
 
     @cached_property
     def training_loops(self) -> list[TrainingLoop]:
-        """For each optimizer step, the innermost loop around it that also reaches backward()."""
+        """For each optimizer step, the innermost loop around it that also reaches backward(),
+        with the gradient zeroing in it."""
+        return [
+            replace(entry, zeroing=self.zeroing_in(entry.loop)) for entry in self._loops_that_train
+        ]
+
+    def first_training_loop(self) -> Loop | None:
+        """The first of `training_loops`, without finding the zeroing in each."""
+        loops = self._loops_that_train
+        return loops[0].loop if loops else None
+
+    @cached_property
+    def _loops_that_train(self) -> list[TrainingLoop]:
         sem = self.sem
         # every loop around some backward(): one set, not one scan of all backward() per loop
         backward_loops = {
@@ -187,7 +199,6 @@ class TrainingStructure:
         backward_by_loop = self._by_loop(self.backward_calls)
         for entry in loops.values():
             entry.backward_calls = list(backward_by_loop.get(id(entry.loop), []))
-            entry.zeroing = self.zeroing_in(entry.loop)
         return sorted(loops.values(), key=lambda entry: position(entry.loop))
 
     def loops_with_backward(self) -> list[Loop]:

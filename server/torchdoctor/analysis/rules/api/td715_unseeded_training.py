@@ -73,8 +73,9 @@ def unseeded_training(ctx: RuleContext) -> Iterator[Finding]:
 
 def _first_training_loop(sem: Semantics) -> ast.For | ast.AsyncFor | ast.While | None:
     structure = training_of(sem)
-    if structure.training_loops:
-        return structure.training_loops[0].loop
+    first = structure.first_training_loop()
+    if first is not None:
+        return first
     for call in structure.backward_calls:
         loops = sem.enclosing_loops(call)
         if loops:
@@ -102,18 +103,20 @@ def _top_level_runs_own_code(sem: Semantics) -> bool:
 
 
 def _seeds_torch(sem: Semantics) -> bool:
-    for call in sem.calls:
-        qualname = sem.call_qualname(call)
-        if qualname in SEEDING_CALLS:
-            return True
-        if qualname in NOT_SEEDING_CALLS:
-            continue
-        func = call.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if re.search("seed", name, re.IGNORECASE):
-            # a helper (`set_seed(42)`, `seed_everything(...)`) is trusted to seed torch
-            return True
+    if any(True for _ in sem.calls_to(*SEEDING_CALLS)):
+        return True
+    # a helper (`set_seed(42)`, `seed_everything(...)`) is trusted to seed torch: the calls
+    # are found by the name they call, from the file's indexes
+    for calls in (sem.calls_by_attr, sem.calls_by_name):
+        for name in calls:
+            if SEED_NAME.search(name) is None:
+                continue
+            if any(sem.call_qualname(call) not in NOT_SEEDING_CALLS for call in calls[name]):
+                return True
     return False
+
+
+SEED_NAME = re.compile("seed", re.IGNORECASE)
 
 
 def _seed_fix(ctx: RuleContext, torch_root: str | None) -> Fix | None:

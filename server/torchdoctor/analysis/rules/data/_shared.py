@@ -10,7 +10,7 @@ from ...bindings import assignments_to, enclosing_class, names_bound_in, scope_o
 from ...dataflow import flow_of
 from ...expressions import is_none, last_name
 from ...loader_purpose import loop_index
-from ...semantics import Function, Semantics, position
+from ...semantics import BlockIndex, Function, Semantics, position
 from ...training import function_scope
 
 # Builtins that iterate the loader they are given (`next(iter(loader))`, `list(loader)`).
@@ -220,16 +220,18 @@ def _inside_loop_header(sem: Semantics, node: ast.AST) -> bool:
 
 
 def calls_passing(sem: Semantics, dotted: str) -> list[ast.Call]:
-    """Calls that get `dotted` itself as an argument, from an index built once."""
-    sem = sem.whole  # a fact of the file, even for a focused view
-    index: dict[str, list[ast.Call]] | None = sem.derived.get("data:passed_names")
-    if index is None:
-        index = {}
-        for call in sem.calls:
-            for value in [*call.args, *(k.value for k in call.keywords)]:
-                if isinstance(value, ast.Name | ast.Attribute):
-                    name = sem.dotted(value)
-                    if name is not None:
-                        index.setdefault(name, []).append(call)
-        sem.derived["data:passed_names"] = index
-    return index.get(dotted, [])
+    """Calls that get `dotted` itself as an argument, from an index of the whole file made
+    block by block (an edit gathers the blocks it changed again)."""
+    index = sem.whole.gathered("data:passed-names", passed_names_in_block)
+    return index[dotted] if dotted in index else []
+
+
+def passed_names_in_block(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
+    index: dict[str, list[ast.Call]] = {}
+    for call in block.calls:
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(value, ast.Name | ast.Attribute):
+                name = sem.dotted(value)
+                if name is not None:
+                    index.setdefault(name, []).append(call)
+    return index

@@ -20,7 +20,7 @@ from ...expressions import last_name
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...indentation import indent_lines, indent_unit
 from ...loader_calls import Arguments, loader_calls
-from ...semantics import Function, Semantics
+from ...semantics import BlockIndex, Function, Gathered, Semantics
 from ._shared import (
     binding_scope,
     in_main_guard,
@@ -128,7 +128,7 @@ class _WorkerStarts:
         self.functions = module_functions(self.sem)
         self.memo: dict[int, bool] = {}
         self.param_memo: dict[tuple[int, str], bool] = {}
-        self.calls_by_function: dict[int, list[ast.Call]] | None = None
+        self.calls_in_functions: Gathered[int, ast.Call] | None = None
         self.direct_starters: set[int] | None = None
         self.method_names: set[str] | None = None
 
@@ -158,13 +158,12 @@ class _WorkerStarts:
         return False
 
     def _calls_inside(self, function: Function) -> list[ast.Call]:
-        if self.calls_by_function is None:
-            self.calls_by_function = {}
-            for call in self.sem.calls:
-                owner = self.sem.enclosing_function(call)
-                if owner is not None:
-                    self.calls_by_function.setdefault(id(owner), []).append(call)
-        return self.calls_by_function.get(id(function), [])
+        if self.calls_in_functions is None:
+            self.calls_in_functions = self.sem.whole.gathered(
+                "data:calls-by-function", calls_by_function
+            )
+        calls = self.calls_in_functions
+        return calls[id(function)] if id(function) in calls else []
 
     def callee(self, call: ast.Call) -> tuple[Function, bool] | None:
         """The local function a call runs, and whether it is a method (its `self` is bound)."""
@@ -248,15 +247,31 @@ class _WorkerStarts:
                 if at_module_level(sem, site.node):
                     sites.append(site.node)
         if self.loaders:
-            for call in sem.calls:
-                if self._may_call_local(call) and at_module_level(sem, call):
-                    if self.call_starts(call):
-                        sites.append(call)
+            module_calls = sem.whole.gathered("data:module-level-calls", module_level_calls)
+            for call in module_calls.get("", ()):
+                if self._may_call_local(call) and self.call_starts(call):
+                    sites.append(call)
         unique: dict[int, ast.expr] = {}
         for node in sites:
             if not in_main_guard(sem, node):
                 unique.setdefault(id(node), node)
         return sorted(unique.values(), key=lambda n: (n.lineno, n.col_offset))
+
+
+def calls_by_function(sem: Semantics, block: BlockIndex) -> dict[int, list[ast.Call]]:
+    """The block's calls by the function whose body holds them (by id)."""
+    found: dict[int, list[ast.Call]] = {}
+    for call in block.calls:
+        owner = sem.enclosing_function(call)
+        if owner is not None:
+            found.setdefault(id(owner), []).append(call)
+    return found
+
+
+def module_level_calls(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
+    """The block's calls outside any function, class body or lambda, under one key."""
+    found = [call for call in block.calls if at_module_level(sem, call)]
+    return {"": found} if found else {}
 
 
 def _main_guard_fix(ctx: RuleContext, node: ast.AST) -> Fix | None:
