@@ -78,3 +78,28 @@ def test_an_edit_frees_the_previous_version_without_the_collector() -> None:
     del document
     analyser.analyse(source.replace("model(x)\n", "model(x + 1)\n"))
     assert gone() is None
+
+
+def test_checking_file_after_file_keeps_no_memory_of_the_files_before() -> None:
+    """A batch `check` keeps nothing of a file once its findings are returned: each document's
+    facts refer back to its semantics, and those cycles must stay the collector's to take."""
+    import tracemalloc
+
+    from torchdoctor.analysis import check
+
+    from bench.corpus import make_file
+
+    texts = [make_file(300, seed=seed) for seed in range(30)]
+    check(texts[0], "first.py")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        found = sum(len(check(text, f"file_{n}.py")) for n, text in enumerate(texts))
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - baseline
+    finally:
+        tracemalloc.stop()
+    assert found > 0
+    # one such file's analysis holds about 1 MB while it runs
+    assert grown < 1_000_000, f"{grown:,} bytes kept after checking {len(texts)} files"

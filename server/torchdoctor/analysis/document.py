@@ -57,6 +57,14 @@ class Document:
             self._semantics = build_semantics(self.tree)
         return self._semantics
 
+    def drop_derived_facts(self) -> None:
+        """Forget the facts the rules derived from the semantics (they are found again if
+        asked). They refer back to the semantics: a batch check drops them once a file's
+        findings are made, so the document is freed by reference counting, not left to the
+        collector."""
+        if self._semantics is not None:
+            self._semantics.derived.clear()
+
     @property
     def suppressions(self) -> dict[int, Suppression]:
         """The noqa comments by line: found once, though an edit runs the rules in parts."""

@@ -60,7 +60,12 @@ def check(text: str, path: str = "<stdin>", config: Config | None = None) -> lis
     """Parse and analyse source text."""
     # one pause for both: between two pauses the collector would scan the whole new tree
     with gc_paused():
-        return analyse(Document.parse(text, path), config)
+        document = Document.parse(text, path)
+        try:
+            return analyse(document, config)
+        finally:
+            # freed by reference counting: the collector that resumes finds little to scan
+            document.drop_derived_facts()
 
 
 @lru_cache(maxsize=64)

@@ -6,15 +6,19 @@ while they are being built: a third of a large file's analysis time went to coll
 found nothing, since trees and the indexes over them hold no reference cycles and are freed by
 reference counting alone. Collections resume as soon as the work is done.
 
-Once the work is done, what it built is frozen (`gc.freeze()`): a language server keeps the
-last version's tree and indexes while the next keystroke's work allocates, and every tenth
-young collection would otherwise scan the tens of thousands of objects the last keystrokes
-built (about 20 ms on a 3,000-line file, one keystroke in ten), only to find them alive. Frozen
-objects are still freed by reference counting as usual, and the analysis leaves few cycles
-(a version's derived facts are dropped with it, see semantics.merge_blocks; what remains is
-mostly the recursive closure each `ast.dump` call makes). So that those are not kept for good,
-every `THAW_EVERY`-th pause hands the frozen objects back to the collector's oldest
-generation instead.
+An editor's analysis (`gc_paused(freeze=True)`, the incremental analyser's) also freezes what
+it built once the work is done (`gc.freeze()`): a language server keeps the last version's tree
+and indexes while the next keystroke's work allocates, and every tenth young collection would
+otherwise scan the tens of thousands of objects the last keystrokes built (about 20 ms on a
+3,000-line file, one keystroke in ten), only to find them alive. Frozen objects are still freed
+by reference counting as usual, and an edit leaves few cycles (a version's derived facts are
+dropped with it, see semantics.merge_blocks; what remains is mostly the recursive closure each
+`ast.dump` call makes). So that those are not kept for good, every `THAW_EVERY`-th freezing
+pause hands the frozen objects back to the collector's oldest generation instead.
+
+A batch analysis (`check`, one file after another) never freezes: nothing keeps its document,
+whose facts refer back to its semantics, so each file's cycles are garbage the collector must
+be free to take. Frozen, a run over 256 files kept all of them (2 MB each).
 
 `gc.disable()` is process-wide while the language server analyses documents in several threads,
 so the pause is counted: the first thread in turns the collector off, the last one out turns it
@@ -35,26 +39,31 @@ _lock = threading.Lock()
 _holders = 0
 _was_enabled = False
 _pauses = 0
+_freezing = False  # whether a pause of the current run asked to freeze
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic collection while the block runs; re-entrant and thread-safe."""
-    global _holders, _was_enabled, _pauses
+def gc_paused(freeze: bool = False) -> Iterator[None]:
+    """No cyclic collection while the block runs; re-entrant and thread-safe. With `freeze`,
+    what the block built is frozen when the last pause ends (for a result that is kept)."""
+    global _holders, _was_enabled, _pauses, _freezing
     with _lock:
         if _holders == 0:
             _was_enabled = gc.isenabled()
+            _freezing = False
             gc.disable()
         _holders += 1
+        _freezing = _freezing or freeze
     try:
         yield
     finally:
         with _lock:
             _holders -= 1
             if _holders == 0 and _was_enabled:
-                _pauses += 1
-                if _pauses % THAW_EVERY:
-                    gc.freeze()
-                else:
-                    gc.unfreeze()
+                if _freezing:
+                    _pauses += 1
+                    if _pauses % THAW_EVERY:
+                        gc.freeze()
+                    else:
+                        gc.unfreeze()
                 gc.enable()

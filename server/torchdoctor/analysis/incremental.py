@@ -99,7 +99,7 @@ class IncrementalAnalyser:
         """The document for `text`, equal to `Document.parse(text, path)` (the analyser's own
         path when none is given: a renamed file keeps its parse)."""
         path = self.path if path is None else path
-        with gc_paused():
+        with gc_paused(freeze=True):
             version = self._parse(text, path)
         self._previous = version
         return version.document if version is not None else Document.parse(text, path)
@@ -113,7 +113,7 @@ class IncrementalAnalyser:
     ) -> tuple[Document, list[Finding]]:
         """The document for `text` and its findings, equal to those of a fresh analysis."""
         config = config or Config()
-        with gc_paused():
+        with gc_paused(freeze=True):
             path = self.path if path is None else path
             version = self._parse(text, path)
             self._previous = version

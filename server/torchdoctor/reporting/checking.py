@@ -151,6 +151,7 @@ def _analysed(
     meet it, and the other rules' findings still come."""
     with collecting_internal_errors() as records:
         findings = analyse(doc, config)
+    doc.drop_derived_facts()  # the next file's analysis need not wait for the collector
     known = {record.code for record in crashes}
     crashes.extend(record for record in records if record.code not in known)
     return _with_decoding_problem(findings, doc, source)
