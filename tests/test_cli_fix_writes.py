@@ -8,7 +8,6 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,14 +43,15 @@ def leftovers(folder: Path) -> list[str]:
 def full_disk_on_temporary_write(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Every write to a temporary file of the atomic writer stores half its bytes and then
     fails with ENOSPC, as a file system that runs out of space mid-write does."""
-    real_write, real_mkstemp = os.write, tempfile.mkstemp
+    real_write, real_open = os.write, os.open
     temporary: set[int] = set()
     failures: list[int] = []
 
-    def mkstemp(*args: object, **kwargs: object) -> tuple[int, str]:
-        descriptor, name = real_mkstemp(*args, **kwargs)  # type: ignore[call-overload]
-        temporary.add(descriptor)
-        return descriptor, name
+    def open_file(path: str | Path, flags: int, mode: int = 0o777) -> int:
+        descriptor = real_open(path, flags, mode)
+        if str(path).endswith(TEMPORARY_SUFFIX):
+            temporary.add(descriptor)
+        return descriptor
 
     def write(descriptor: int, data: bytes | memoryview) -> int:
         if descriptor in temporary:
@@ -60,7 +60,7 @@ def full_disk_on_temporary_write(monkeypatch: pytest.MonkeyPatch) -> Iterator[li
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_write(descriptor, data)
 
-    monkeypatch.setattr(atomic_write.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(atomic_write.os, "open", open_file)
     monkeypatch.setattr(atomic_write.os, "write", write)
     yield failures
 
@@ -79,6 +79,29 @@ def test_a_failed_write_leaves_the_original_byte_for_byte(
     assert leftovers(tmp_path) == []
     assert exit_code == 2
     assert "No space left on device; the file was left as it was" in capsys.readouterr().err
+
+
+def test_an_interruption_as_the_temporary_file_is_created_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C or SIGTERM handled the moment the temporary file comes into being, before the
+    writer holds its descriptor (Python runs a signal handler as the `open` call returns)."""
+    path = tmp_path / "train.py"
+    path.write_text(BUGGY)
+    real_open = os.open
+
+    def interrupted_open(name: str | Path, flags: int, mode: int = 0o777) -> int:
+        descriptor = real_open(name, flags, mode)
+        if str(name).endswith(TEMPORARY_SUFFIX):
+            os.close(descriptor)
+            raise KeyboardInterrupt
+        return descriptor
+
+    monkeypatch.setattr(atomic_write.os, "open", interrupted_open)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(path, b"new\n")
+    assert path.read_text() == BUGGY
+    assert leftovers(tmp_path) == []
 
 
 def test_the_writer_keeps_the_mode_and_leaves_no_temporary_file(tmp_path: Path) -> None:

@@ -10,23 +10,44 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 
 TEMPORARY_SUFFIX = ".torchdoctor-tmp"
+# created here or not at all, never followed through a link, bytes as they are (Windows'
+# text mode would translate line ends), private until the chmod below
+_CREATE_NEW = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace the regular file `path` (not a symlink: pass the resolved target) with `data`."""
     original = os.stat(path)
-    descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX
-    )
+    # The temporary file's name is chosen before it is created, inside the `try` that removes
+    # it: a signal handled as the file comes into being (between `open` returning and its
+    # result being stored, where `tempfile.mkstemp` would leave it behind) still finds it.
+    while True:
+        temporary = path.parent / f".{path.name}.{secrets.token_hex(6)}{TEMPORARY_SUFFIX}"
+        try:
+            descriptor = os.open(temporary, _CREATE_NEW, 0o600)
+        except FileExistsError:
+            continue  # another file has that name (never ours): pick another
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+        break
     try:
         try:
             _write_all(descriptor, data)
-            # mkstemp made it private (0600): give it the original's permission bits
+            # created private (0600): give it the original's permission bits
             os.chmod(temporary, stat.S_IMODE(original.st_mode))
             if hasattr(os, "fchown"):
                 with contextlib.suppress(PermissionError):  # only root may give a file away
