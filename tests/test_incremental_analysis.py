@@ -212,6 +212,27 @@ def test_a_line_break_or_comment_in_top_level_code_analyses_that_block_alone() -
         assert findings == analyse(Document.parse(edited, PATH), ALL)
 
 
+def test_a_helper_that_stops_restoring_train_mode_is_seen_after_imports_broke_and_came_back() -> (
+    None
+):
+    """The file's key holds what each block tells the others. A helper that no longer puts the
+    model back in train mode (its `model.train()` joined to the line above, a syntax error)
+    changes what its caller's loop does (TD403), also when the imports were broken and repaired
+    just before (the edits the property test once found to hide it)."""
+    text = (ROOT / "tests" / "fixtures" / "TD403" / "negative_lookalikes.py").read_text()
+    lines = text.split("\n")
+    restore = next(i for i, line in enumerate(lines) if "out[split] = losses.mean()" in line)
+
+    def joined(at: int) -> str:
+        return "\n".join([*lines[:at], lines[at] + lines[at + 1], *lines[at + 2 :]])
+
+    analyser = IncrementalAnalyser(PATH)
+    for version in (text, joined(0), text, joined(restore)):
+        _assert_same_as_fresh(analyser, version)
+    _, findings = analyser.analyse(joined(restore), ALL)
+    assert "TD403" in {finding.code for finding in findings}
+
+
 def test_a_syntax_error_costs_its_own_block_only() -> None:
     """A file that ends in an unfinished block: each edit elsewhere parses and analyses one
     block, and the other blocks keep their findings; the syntax error stays where it is."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,7 @@ from .engine import run_rules
 from .file_facts import file_facts_of
 from .findings import Edit, Finding, Fix, Span
 from .mode_layers import class_mode_layers
-from .semantics import Semantics, ValueKind
+from .semantics import Semantics, ValueKind, position
 from .summaries import FunctionSummary, returned_names, summaries_of
 
 if TYPE_CHECKING:
@@ -101,6 +102,14 @@ def analyse_scoped(
     key = _file_key(document, blocks, config, sem)
     if key == cache.key:
         key = cache.key  # the same object: each block's comparison below is one identity check
+    elif cache.key is not None:
+        # A changed key analyses the whole file, and the key kept for the next edit must hold
+        # what every block says now: an interface kept from an older version (found under
+        # other imports, or other helpers' summaries) could equal, by chance, a changed
+        # block's new one, and that change would go unseen.
+        for block in blocks:
+            block.interface = None
+        key = _file_key(document, blocks, config, sem)
     cache.key = key
     dirty = [block for block in blocks if block.kept is None or block.kept.key is not key]
     if dirty and len(dirty) < len(blocks):
@@ -235,6 +244,7 @@ def _interface(block: ParsedBlock, sem: Semantics) -> object:
                 _header(function),
                 _summary_facts(summaries.of(function)),
                 tuple(sorted(returned_names(sem, function))),
+                tuple(_mode_calls(sem, block, function)),
             )
             for function in block.index.functions
         )
@@ -264,6 +274,21 @@ def _interface(block: ParsedBlock, sem: Semantics) -> object:
     # top-level code tells the rest of the file what it does, not where: its structure without
     # positions, so a line break or a comment in it re-analyses that block alone
     return ("code", tuple(ast.dump(statement) for statement in statements))
+
+
+def _mode_calls(sem: Semantics, block: ParsedBlock, function: ast.AST) -> Iterator[str]:
+    """The `.train()`/`.eval()` calls of a function's own body, in order: the mode a helper
+    leaves a model in is what a caller's loop finds (TD403), which its summary's "switches
+    modes" does not say."""
+    calls = [
+        call
+        for name in ("train", "eval")
+        for call in block.index.calls_by_attr.get(name, ())
+        if sem.enclosing_function(call) is function
+    ]
+    calls.sort(key=position)
+    for call in calls:
+        yield ast.dump(call)  # without positions: a line added above changes nothing
 
 
 def _header(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
