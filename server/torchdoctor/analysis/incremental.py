@@ -30,7 +30,7 @@ from .gc_pause import gc_paused
 from .lines import LineIndex
 from .scoped import BlockFindings, ScopedFindings, analyse_scoped
 from .semantics import BlockIndex, Semantics, index_block, merge_blocks
-from .tree_walk import pre_order, shift_lines
+from .tree_walk import shift_lines
 
 
 @dataclass(eq=False)
@@ -62,11 +62,8 @@ class ParsedBlock:
         delta = start - self.start
         if delta:
             # the index lists every node of the block below its statements: no walk needed
-            below = self._index.parents if self._index is not None else None
-            if below is None:
-                shift_lines(pre_order(list(self.statements)), delta)
-            else:
-                shift_lines(chain(self.statements, below), delta)
+            # (a block of the previous version was indexed when that version was merged)
+            shift_lines(chain(self.statements, self.index.parents), delta)
             self.problems = [
                 SyntaxProblem(problem.line + delta, problem.col, problem.message)
                 for problem in self.problems

@@ -9,7 +9,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -192,11 +192,10 @@ class CachedDiagnostic:
         unstructured = _unstructure(diagnostic)
         lines: list[int] = []
         unstructured["range"] = _line_marks(unstructured["range"], lines)
-        data = unstructured.get("data")
-        if isinstance(data, dict) and "fix" in data:
-            fix = data["fix"]
-            edits = [{**edit, "range": _line_marks(edit["range"], lines)} for edit in fix["edits"]]
-            unstructured["data"] = {**data, "fix": {**fix, "edits": edits}}
+        if "data" in unstructured:
+            unstructured["data"] = _with_edit_ranges(
+                unstructured["data"], lambda value: _line_marks(value, lines)
+            )
         pieces = tuple(_LINE_MARK.split(json.dumps(unstructured, separators=(",", ":"))))
         if len(pieces) != len(lines) + 1:  # a fix's text is the mark itself
             text = json.dumps(_unstructure(diagnostic), separators=(",", ":"))
@@ -208,25 +207,14 @@ class CachedDiagnostic:
         a finding moves with its block, whose lines (and so the client's columns in them) are
         the same, and a finding whose fix edits outside its block is never moved."""
         diagnostic = self.diagnostic
-        data = diagnostic.data
-        if isinstance(data, dict) and "fix" in data:
-            fix = data["fix"]
-            edits = [{**edit, "range": _moved_json(edit["range"], delta)} for edit in fix["edits"]]
-            data = {**data, "fix": {**fix, "edits": edits}}
-        # every field `to_diagnostic` sets, with the range and the fix's edits moved
         start, end = diagnostic.range.start, diagnostic.range.end
-        moved = types.Diagnostic(
-            range=types.Range(
+        moved = with_range(
+            diagnostic,
+            types.Range(
                 types.Position(start.line + delta, start.character),
                 types.Position(end.line + delta, end.character),
             ),
-            message=diagnostic.message,
-            severity=diagnostic.severity,
-            code=diagnostic.code,
-            code_description=diagnostic.code_description,
-            source=diagnostic.source,
-            tags=diagnostic.tags,
-            data=data,
+            _with_edit_ranges(diagnostic.data, lambda value: _moved_json(value, delta)),
         )
         assert self.pieces is not None  # `_moved_entry` moves only the diagnostics cut up
         lines = tuple(line + delta for line in self.lines)
@@ -238,6 +226,30 @@ class CachedDiagnostic:
 # string with a control character, which JSON escapes inside any string, so only a mark matches.
 _MARK = "\0line\0"
 _LINE_MARK = re.compile(re.escape(json.dumps(_MARK)))  # "\u0000line\u0000", quotes included
+
+
+def with_range(diagnostic: types.Diagnostic, value: types.Range, data: Any) -> types.Diagnostic:
+    """The diagnostic at another range, with other data (its fix's edits moved with it)."""
+    return types.Diagnostic(
+        range=value,
+        message=diagnostic.message,
+        severity=diagnostic.severity,
+        code=diagnostic.code,
+        code_description=diagnostic.code_description,
+        source=diagnostic.source,
+        tags=diagnostic.tags,
+        related_information=diagnostic.related_information,
+        data=data,
+    )
+
+
+def _with_edit_ranges(data: Any, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """The diagnostic's data (see `fix_data`) with each of its fix's edit ranges changed."""
+    if not isinstance(data, dict) or "fix" not in data:
+        return data
+    fix = data["fix"]
+    edits = [{**edit, "range": change(edit["range"])} for edit in fix["edits"]]
+    return {**data, "fix": {**fix, "edits": edits}}
 
 
 def _line_marks(value: dict[str, Any], lines: list[int]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from ..analysis.notebook import (
 from ..analysis.notebook_prelude import probe_prelude
 from ..analysis.rule_runner import InternalError
 from .code_actions import StaleActionError
-from .diagnostics import AnalysisResult, run_rules, to_diagnostic
+from .diagnostics import AnalysisResult, run_rules, to_diagnostic, with_range
 from .documents import OpenDocument
 from .fix_all import minimal_replacement
 from .positions import PositionMapper
@@ -279,23 +279,9 @@ def cell_diagnostics(
             continue
         uri, cell_range = moved
         by_cell.setdefault(uri, []).append(
-            _with_range(diagnostic, cell_range, _cell_fix_data(notebook, diagnostic.data, uri))
+            with_range(diagnostic, cell_range, _cell_fix_data(notebook, diagnostic.data, uri))
         )
     return by_cell
-
-
-def _with_range(diagnostic: types.Diagnostic, value: types.Range, data: Any) -> types.Diagnostic:
-    return types.Diagnostic(
-        range=value,
-        message=diagnostic.message,
-        severity=diagnostic.severity,
-        code=diagnostic.code,
-        code_description=diagnostic.code_description,
-        source=diagnostic.source,
-        tags=diagnostic.tags,
-        related_information=diagnostic.related_information,
-        data=data,
-    )
 
 
 def _cell_fix_data(notebook: OpenNotebook, data: Any, uri: str) -> Any:
@@ -559,7 +545,7 @@ def _code_action_params(
 ) -> types.CodeActionParams:
     context = types.CodeActionContext(
         diagnostics=[
-            _with_range(d, to_document_range(first, d.range), d.data)
+            with_range(d, to_document_range(first, d.range), d.data)
             for d in params.context.diagnostics
         ],
         only=params.context.only,
