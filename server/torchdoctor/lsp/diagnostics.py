@@ -16,38 +16,18 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..analysis import Config, Document, Finding, Severity, analyse
+from ..analysis import Config, Document, Finding, analyse
 from ..analysis.incremental import IncrementalAnalyser
 from ..analysis.rule_runner import InternalError, collecting_internal_errors
-from ..docs import doc_url
+from .diagnostic_json import SEVERITY_NUMBERS, diagnostic_json
 from .outline import Outline
 from .positions import PositionMapper
 
 log = logging.getLogger(__name__)
 
-SOURCE = "torchdoctor"
 SEVERITIES = {
-    Severity.ERROR: types.DiagnosticSeverity.Error,
-    Severity.WARNING: types.DiagnosticSeverity.Warning,
-    Severity.INFORMATION: types.DiagnosticSeverity.Information,
-    Severity.HINT: types.DiagnosticSeverity.Hint,
+    severity: types.DiagnosticSeverity(number) for severity, number in SEVERITY_NUMBERS.items()
 }
-# The rules about an API that is deprecated, removed or renamed: editors draw their ranges struck
-# through (the Deprecated tag). The rest of the TD7xx API family (unsafe torch.load, unstable
-# formulas, a wrong torch.compile keyword, private names, missing seeds) concerns APIs that are
-# current, and striking them through would say the opposite of the message.
-DEPRECATED_CODES = frozenset(
-    {
-        "TD701",  # torchvision-pretrained: pretrained= deprecated since torchvision 0.13
-        "TD703",  # deprecated-amp: torch.cuda.amp.*
-        "TD704",  # variable-wrapper: the Variable API
-        "TD706",  # trainer-renamed-args: evaluation_strategy=
-        "TD707",  # removed-function
-        "TD708",  # deprecated-function
-        "TD711",  # transforms-v2-totensor: v2.ToTensor
-        "TD713",  # deprecated-loss-args: size_average= / reduce=
-    }
-)
 
 
 @dataclass
@@ -166,7 +146,8 @@ class DiagnosticCache:
             if entry is None or entry.finding is not finding or entry.key != key:
                 entry = _moved_entry(previous, moved_from, finding, key)
             if entry is None:
-                entry = CachedDiagnostic.of(finding, key, to_diagnostic(finding, mapper, locale))
+                wire = diagnostic_json(finding, mapper.lines, mapper.encoding, locale)
+                entry = CachedDiagnostic.of(finding, key, wire)
             current[id(finding)] = entry
             out.append(entry.diagnostic)
             as_json.append(entry.json)
@@ -188,17 +169,15 @@ class CachedDiagnostic:
     lines: tuple[int, ...]
 
     @classmethod
-    def of(cls, finding: Finding, key: str, diagnostic: types.Diagnostic) -> CachedDiagnostic:
-        unstructured = _unstructure(diagnostic)
+    def of(cls, finding: Finding, key: str, wire: dict[str, Any]) -> CachedDiagnostic:
+        """`wire`: the finding's diagnostic_json."""
+        diagnostic = diagnostic_of(wire)
         lines: list[int] = []
-        unstructured["range"] = _line_marks(unstructured["range"], lines)
-        if "data" in unstructured:
-            unstructured["data"] = _with_edit_ranges(
-                unstructured["data"], lambda value: _line_marks(value, lines)
-            )
-        pieces = tuple(_LINE_MARK.split(json.dumps(unstructured, separators=(",", ":"))))
+        marked = {**wire, "range": _line_marks(wire["range"], lines)}
+        marked["data"] = _with_edit_ranges(wire["data"], lambda value: _line_marks(value, lines))
+        pieces = tuple(_LINE_MARK.split(json.dumps(marked, separators=(",", ":"))))
         if len(pieces) != len(lines) + 1:  # a fix's text is the mark itself
-            text = json.dumps(_unstructure(diagnostic), separators=(",", ":"))
+            text = json.dumps(wire, separators=(",", ":"))
             return cls(finding, key, diagnostic, text, None, ())
         return cls(finding, key, diagnostic, _joined(pieces, lines), pieces, tuple(lines))
 
@@ -320,46 +299,27 @@ def run_rules(document: Document, config: Config) -> tuple[list[Finding], list[I
 
 
 def to_diagnostic(finding: Finding, mapper: PositionMapper, locale: str) -> types.Diagnostic:
-    tags = [types.DiagnosticTag.Deprecated] if finding.code in DEPRECATED_CODES else None
+    return diagnostic_of(diagnostic_json(finding, mapper.lines, mapper.encoding, locale))
+
+
+def diagnostic_of(wire: dict[str, Any]) -> types.Diagnostic:
+    """The protocol object of a diagnostic_json."""
+    tags = wire.get("tags")
     return types.Diagnostic(
-        range=mapper.range(finding.span),
-        message=finding.message,
-        severity=SEVERITIES[finding.severity],
-        code=finding.code,
-        code_description=types.CodeDescription(href=rule_page_url(finding.code, locale)),
-        source=SOURCE,
-        tags=tags,
-        data=fix_data(finding, mapper),
+        range=_range_of(wire["range"]),
+        message=wire["message"],
+        severity=types.DiagnosticSeverity(wire["severity"]),
+        code=wire["code"],
+        code_description=types.CodeDescription(href=wire["codeDescription"]["href"]),
+        source=wire["source"],
+        tags=[types.DiagnosticTag(tag) for tag in tags] if tags is not None else None,
+        data=wire["data"],
     )
 
 
-@lru_cache(maxsize=512)
-def rule_page_url(code: str, locale: str) -> str:
-    """The rule page's file: URI; finding it on disk costs a resolve() per call, and a file of
-    a few thousand lines has dozens of findings per keystroke."""
-    return doc_url(code, locale)
-
-
-def fix_data(finding: Finding, mapper: PositionMapper) -> dict[str, Any] | None:
-    """The finding's fix as plain JSON, in client positions, for clients that apply it
-    themselves; the server's own code actions recompute it from the findings it holds."""
-    if finding.fix is None:
-        return {"name": finding.name}
-    edits = [
-        {
-            "range": _range_json(mapper.range(edit.span)),
-            "newText": edit.content,
-        }
-        for edit in finding.fix.edits
-    ]
-    return {
-        "name": finding.name,
-        "fix": {"title": finding.fix.title, "safe": finding.fix.safe, "edits": edits},
-    }
-
-
-def _range_json(value: types.Range) -> dict[str, Any]:
-    return {
-        "start": {"line": value.start.line, "character": value.start.character},
-        "end": {"line": value.end.line, "character": value.end.character},
-    }
+def _range_of(value: dict[str, Any]) -> types.Range:
+    start, end = value["start"], value["end"]
+    return types.Range(
+        types.Position(start["line"], start["character"]),
+        types.Position(end["line"], end["character"]),
+    )

@@ -16,8 +16,8 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 
 from ..analysis.incremental import IncrementalAnalyser
+from .columns import client_to_char
 from .diagnostics import DiagnosticCache
-from .positions import client_to_char
 
 LINE_START = re.compile(r"\r\n|\r|\n")
 

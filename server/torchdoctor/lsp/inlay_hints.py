@@ -8,8 +8,8 @@ from lsprotocol import types
 
 from ..probe.schema import LineRow
 from . import probe_format
+from .columns import units_of
 from .diagnostics import AnalysisResult
-from .positions import units_of
 from .probe_results import LineAnchors, ProbeSnapshot
 
 STALE = {"en": "stale", "zh-CN": "已过期"}

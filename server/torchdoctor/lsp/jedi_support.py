@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from ..isolation import isolated_environment
-from .probe_bridge import probe_interpreter
+from ..probe.interpreters import probe_interpreter
 from .worker import DaemonWorker
 
 log = logging.getLogger(__name__)

@@ -8,9 +8,9 @@ import re
 from lsprotocol import types
 
 from ..probe.shape_schema import LineShapes
+from .columns import units_of
 from .diagnostics import AnalysisResult
 from .local_shapes import RowsForFile, local_hover, rows_for, same_file, shape_hints
-from .positions import units_of
 from .probe_results import ProbeResults
 
 STALE = {"en": "stale", "zh-CN": "已过期"}

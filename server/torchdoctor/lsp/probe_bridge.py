@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,8 +30,8 @@ from ..probe.client import (
     ProbeLimits,
     ProbeOptions,
     WorkerPool,
-    resolve_interpreter,
 )
+from ..probe.interpreters import probe_interpreter
 from ..probe.schema import (
     ErrorEvent,
     FinalEvent,
@@ -86,21 +85,6 @@ class ProbeOutcome:
     report: ProbeReport
     report_json: dict[str, Any]  # what the command answers: the report, paths the user's
     user_path: str
-
-
-def probe_interpreter(setting: str) -> str:
-    """The interpreter the probe runs in: the setting, else the active virtual or conda
-    environment (as jedi picks it), else the server's own Python."""
-    if setting:
-        return setting
-    scripts, name = ("Scripts", "python.exe") if os.name == "nt" else ("bin", "python")
-    for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        root = os.environ.get(variable)
-        if root:
-            candidate = resolve_interpreter(os.path.join(root, scripts, name))
-            if candidate is not None:
-                return candidate
-    return sys.executable
 
 
 def probe_memory_limit(setting_mib: int | None) -> int | None:

@@ -26,11 +26,11 @@ from ..probe.distributed import (
     DistributedOptions,
     run_distributed_probe,
 )
+from ..probe.interpreters import probe_interpreter
 from .documents import uri_to_path
 from .probe_bridge import (
     ProbeFailedError,
     outside_workspace,
-    probe_interpreter,
     probe_memory_limit,
 )
 from .probe_source import probe_source

@@ -8,11 +8,13 @@ cached per folder and re-read when a pyproject.toml on the way up appears, chang
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..analysis import Config, ConfigError
 from ..analysis.config import load_config, with_overrides
+from ..probe.interpreters import probe_interpreter
+from ..torch_install import installed_torch_version
 from .settings import Settings
 
 Fingerprint = tuple[tuple[str, int], ...]
@@ -77,3 +79,14 @@ def effective_config(project: Config, settings: Settings) -> Config:
     return with_overrides(
         project, select=settings.select, ignore=settings.ignore, severity=settings.severity
     )
+
+
+def editor_config(project: Config, settings: Settings) -> Config:
+    """`effective_config`; where the project names no torch release, version-dependent rules
+    follow the torch installed in the user's interpreter (asked once per interpreter; torch is
+    not imported)."""
+    config = effective_config(project, settings)
+    if config.target_torch is None:
+        interpreter = probe_interpreter(settings.interpreter)
+        config = replace(config, target_torch=installed_torch_version(interpreter))
+    return config

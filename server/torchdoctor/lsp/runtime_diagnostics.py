@@ -13,7 +13,8 @@ from lsprotocol import types
 from ..analysis import REGISTRY, Config, Severity
 from ..analysis.findings import Span
 from ..analysis.parallel_wrappers import DDP_CLASSES
-from .diagnostics import SEVERITIES, AnalysisResult, rule_page_url
+from .diagnostic_json import rule_page_url
+from .diagnostics import SEVERITIES, AnalysisResult
 from .probe_results import LineAnchors, ProbeSnapshot
 
 SOURCE = "torchdoctor probe"

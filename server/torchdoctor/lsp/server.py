@@ -11,7 +11,6 @@ import sys
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,8 +24,8 @@ from .. import __version__
 from ..analysis import Config, ConfigError
 from ..analysis.rule_runner import InternalError
 from ..docs import normalise_locale
-from ..torch_install import installed_torch_version
 from .code_actions import EditSupport
+from .columns import UTF16
 from .diagnostics import AnalysisResult, analyse_version
 from .documents import DocumentStore, OpenDocument, uri_to_path
 from .jedi_support import JediState, JediSupport
@@ -34,11 +33,9 @@ from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC
 from .notebooks import NotebookStore, analyse_notebook_version, publish_cells
 from .outline import Outline, build_outline
 from .pitfall_notes import NOTES
-from .positions import UTF16
-from .probe_bridge import probe_interpreter
 from .probe_format import size as byte_size
 from .probe_state import ProbeState
-from .project_config import ProjectConfigs, effective_config
+from .project_config import ProjectConfigs, editor_config
 from .protocol import TorchDoctorProtocol
 from .runtime_diagnostics import runtime_diagnostics
 from .scheduler import AnalysisJob, AnalysisScheduler
@@ -209,13 +206,7 @@ class TorchDoctorServer(LanguageServer):
         self.show_config_error(loaded.error)
         if project.warnings:
             self.show_problems("torchdoctor: problems in [tool.torchdoctor]", project.warnings)
-        config = effective_config(project, self.settings)
-        if config.target_torch is None:
-            # version-dependent rules follow the torch installed in the user's interpreter
-            # (asked once per interpreter; torch is not imported)
-            interpreter = probe_interpreter(self.settings.interpreter)
-            config = replace(config, target_torch=installed_torch_version(interpreter))
-        return config
+        return editor_config(project, self.settings)
 
     # ---- analysis --------------------------------------------------------------------------
     def _prepare_analysis(self, uri: str) -> AnalysisJob | None:

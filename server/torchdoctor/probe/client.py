@@ -26,7 +26,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
@@ -35,6 +34,7 @@ from typing import Any
 
 from .build_options import BuildOptionError, BuildOptions
 from .cgroup import RunnerCgroup
+from .interpreters import resolve_interpreter
 from .process_tree import ProcessTree, group_alive
 from .schema import (
     ErrorEvent,
@@ -216,20 +216,6 @@ class ProbeLimits:
     model printing in an endless loop would run until the time-out under a vaguer error."""
     stderr_tail_bytes: int = 16 * 1024
     """How much of the end of the runner's stderr errors carry."""
-
-
-def resolve_interpreter(python: str) -> str | None:
-    """An absolute path to an executable interpreter, or None. Symlinks are kept: a venv's
-    python is a link to the base interpreter, and resolving it would lose the venv."""
-    if not python or "\x00" in python:
-        return None
-    candidate = python if os.sep in python else shutil.which(python)
-    if candidate is None:
-        return None
-    candidate = os.path.abspath(candidate)
-    if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-        return candidate
-    return None
 
 
 def runner_environment(server_environment: dict[str, str] | None = None) -> dict[str, str]:

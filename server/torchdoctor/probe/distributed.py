@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from .cgroup import RunnerCgroup
-from .client import ProbeArgumentError, ProbeLimits, resolve_interpreter, runner_environment
+from .client import ProbeArgumentError, ProbeLimits, runner_environment
 from .distributed_schema import DistributedInfo
 from .distributed_summary import JobOutcome, rank_exit_codes, summarize
+from .interpreters import resolve_interpreter
 from .process_tree import ProcessTree
 
 PROBE_DIR = Path(__file__).parent
