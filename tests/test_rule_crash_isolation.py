@@ -17,7 +17,7 @@ from torchdoctor.analysis.rule_runner import (
     run_rule,
 )
 from torchdoctor.cli import main
-from torchdoctor.lsp.diagnostics import run_rules
+from torchdoctor.lsp.rule_runs import run_rules
 
 MISSING_ZERO_GRAD = """\
 import torch

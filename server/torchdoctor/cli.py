@@ -11,7 +11,6 @@ from . import __version__
 from .analysis import REGISTRY
 from .analysis.config import ConfigError
 from .docs import doc_page
-from .reporting import checking
 from .reporting.interrupts import Terminated, sigterm_raises
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -68,9 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("text", "json"), default="text"
     )
 
-    serve = commands.add_parser("serve", help="run the language server (stdio)")
-    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead, for debugging")
-    serve.add_argument("--log-file", type=Path, help="write the server log to this file")
+    _add_serve_arguments(commands.add_parser("serve", help=SERVE_HELP))
 
     try:
         from .probe.command import add_probe_parser
@@ -84,15 +81,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SERVE_HELP = "run the language server (stdio)"
+
+
+def _add_serve_arguments(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead, for debugging")
+    serve.add_argument("--log-file", type=Path, help="write the server log to this file")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .lsp.launch import serve
+
+    return serve(tcp=args.tcp, log_file=args.log_file)
+
+
 def _code_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["serve"]:
+        # the editor waits for the server's first answers: parse without importing the other
+        # commands (the probe's pull in rich and asyncio, a fifth of a second)
+        serve = argparse.ArgumentParser(prog="torchdoctor serve", description=SERVE_HELP)
+        _add_serve_arguments(serve)
+        try:
+            return _serve(serve.parse_args(arguments[1:]))
+        except KeyboardInterrupt:
+            return 130
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     try:
         if args.command == "check":
+            from .reporting import checking
+
             with sigterm_raises():
                 return checking.run_check(args)
         if args.command == "explain":
@@ -100,9 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "rules":
             return _rules(args.format)
         if args.command == "serve":
-            from .lsp.server import serve
-
-            return serve(tcp=args.tcp, log_file=args.log_file)
+            return _serve(args)
         if args.command == "probe":
             from .probe.command import run_probe
 

@@ -12,12 +12,12 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from . import code_actions, probe_bridge, probe_build, probe_distributed, probe_sweep
-from .documents import uri_to_path
 from .notebooks import notebook_probe_source
 from .probe_results import ProbeSnapshot
 from .protocol import EXECUTE_COMMAND_PARAMS
 from .request_cancellation import on_client_cancel
 from .server import TorchDoctorServer
+from .uris import uri_to_path
 
 FIX_ALL_SERVER_COMMAND = "torchdoctor.server.fixAll"
 

@@ -16,12 +16,13 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..analysis import Config, Document, Finding, analyse
+from ..analysis import Config, Document, Finding
 from ..analysis.incremental import IncrementalAnalyser
 from ..analysis.rule_runner import InternalError, collecting_internal_errors
 from .diagnostic_json import SEVERITY_NUMBERS, diagnostic_json
 from .outline import Outline
 from .positions import PositionMapper
+from .rule_runs import run_rules
 
 log = logging.getLogger(__name__)
 
@@ -283,19 +284,6 @@ def _converter() -> Any:
 
 def _unstructure(diagnostic: types.Diagnostic) -> dict[str, Any]:
     return _converter().unstructure(diagnostic, unstructure_as=types.Diagnostic)  # type: ignore[no-any-return]  # unstructure returns Any
-
-
-def run_rules(document: Document, config: Config) -> tuple[list[Finding], list[InternalError]]:
-    """All findings, and the rules that crashed on this document: the engine runs each rule
-    isolated (analysis/rule_runner.py), so a crash costs that rule's findings only and is never
-    a reason to run the analysis again."""
-    with collecting_internal_errors() as crashes:
-        try:
-            findings = analyse(document, config)
-        except Exception as error:  # a bug outside the rules: no findings, and say so
-            log.exception("the analysis of %s failed", document.path)
-            return [], [*crashes, InternalError.of("analysis", document.path, error)]
-    return findings, list(crashes)
 
 
 def to_diagnostic(finding: Finding, mapper: PositionMapper, locale: str) -> types.Diagnostic:

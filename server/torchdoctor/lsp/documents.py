@@ -11,28 +11,16 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
 from ..analysis.incremental import IncrementalAnalyser
 from .columns import client_to_char
 from .diagnostics import DiagnosticCache
+from .rule_runs import utf8_size
+from .uris import uri_to_path
 
 LINE_START = re.compile(r"\r\n|\r|\n")
-
-
-def uri_to_path(uri: str) -> str | None:
-    """The file-system path of a file: URI, else None (untitled documents, other schemes)."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    path = unquote(parsed.path)
-    if len(path) >= 3 and path[0] == "/" and path[2] == ":":  # file:///c:/x on Windows
-        path = path[1:]
-    if parsed.netloc:  # UNC path
-        path = f"//{parsed.netloc}{path}"
-    return path
 
 
 @dataclass
@@ -59,11 +47,7 @@ class OpenDocument:
         return uri_to_path(self.uri)
 
     def utf8_size(self) -> int:
-        """The text's size in bytes as a file on disk (UTF-8); cheap for ASCII text."""
-        if self.text.isascii():
-            return len(self.text)
-        # a client may send lone surrogates; they count as the 3 bytes they would take
-        return len(self.text.encode("utf-8", "surrogatepass"))
+        return utf8_size(self.text)
 
     def line_starts(self) -> list[int]:
         if self._line_starts is None:

@@ -93,6 +93,7 @@ def register_features(server: TorchDoctorServer) -> None:
         uri = params.text_document.uri
         ls.documents.close(uri)
         ls.scheduler.forget(uri)
+        ls.early_sent.pop(uri, None)  # the client drops what it showed
         ls.probes.results.forget(uri)
         if not ls.pull_diagnostics:
             ls.publish(uri, [], None)
@@ -117,9 +118,13 @@ def register_features(server: TorchDoctorServer) -> None:
         result_id = f"{result.result_id}.p{ls.probes.generation}"
         if params.previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-        return types.RelatedFullDocumentDiagnosticReport(
-            items=ls.diagnostics_of(result), result_id=result_id
-        )
+        diagnostics = ls.diagnostics_of(result)
+        early = ls.early_sent.get(uri)
+        if early is not None:
+            if early.result_id == params.previous_result_id and ls.shown_early(result, diagnostics):
+                return types.RelatedUnchangedDocumentDiagnosticReport(result_id=early.result_id)
+            del ls.early_sent[uri]  # the client gets the server's own from now on
+        return types.RelatedFullDocumentDiagnosticReport(items=diagnostics, result_id=result_id)
 
     # ---- hover -----------------------------------------------------------------------------
     @server.feature(types.TEXT_DOCUMENT_HOVER)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..analysis import Config, Document, Finding, Span
 from ..analysis.fixes import apply_fixes
 from ..analysis.lines import LINE_BREAK
-from .diagnostics import run_rules
+from .rule_runs import run_rules
 
 MAX_FIX_PASSES = 8  # the CLI's limit: a fix can uncover or unblock another
 

@@ -15,9 +15,17 @@ strings it has no letters but those of true, false and null.
 from __future__ import annotations
 
 import json
+import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import cast
+from typing import Protocol, cast
+
+log = logging.getLogger("torchdoctor.lsp")
+
+# A client that sent a message it got wrong waits for the answer and sends nothing more: after
+# this long with part of a message read, what can be judged unreadable is answered.
+STALL_SECONDS = 0.5
 
 # where a message starts; bounded so that a search can back up by a fixed amount across chunks
 HEADER_START = re.compile(rb"Content-Length[ \t]{0,16}:[ \t]{0,16}\d{1,18}[ \t]{0,16}\r\n", re.I)
@@ -49,6 +57,27 @@ class Unreadable:
 
 
 Frame = Body | Unreadable
+
+
+class FrameReceiver(Protocol):
+    def receive_body(self, body: bytes) -> None: ...
+
+    def receive_unreadable(self, request_id: int | str | None, reason: str) -> None: ...
+
+
+def deliver_frames(frames: Iterable[Frame], receiver: FrameReceiver) -> None:
+    """Hand each frame to `receiver`; a message that breaks it does not stop the others."""
+    for frame in frames:
+        try:
+            if isinstance(frame, Body):
+                receiver.receive_body(frame.data)
+            else:
+                log.warning("unreadable input from the client: %s", frame.reason)
+                receiver.receive_unreadable(frame.request_id, frame.reason)
+        except BrokenPipeError:
+            raise  # the client has gone: nobody is left to serve
+        except Exception:  # one message that breaks the server must not end the serving
+            log.exception("could not handle a message")
 
 
 class MessageFramer:

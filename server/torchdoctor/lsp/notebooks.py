@@ -32,10 +32,11 @@ from ..analysis.notebook import (
 from ..analysis.notebook_prelude import probe_prelude
 from ..analysis.rule_runner import InternalError
 from .code_actions import StaleActionError
-from .diagnostics import AnalysisResult, run_rules, to_diagnostic, with_range
+from .diagnostics import AnalysisResult, to_diagnostic, with_range
 from .documents import OpenDocument
 from .fix_all import minimal_replacement
 from .positions import PositionMapper
+from .rule_runs import run_rules
 
 if TYPE_CHECKING:
     from .server import TorchDoctorServer

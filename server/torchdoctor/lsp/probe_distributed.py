@@ -27,7 +27,6 @@ from ..probe.distributed import (
     run_distributed_probe,
 )
 from ..probe.interpreters import probe_interpreter
-from .documents import uri_to_path
 from .probe_bridge import (
     ProbeFailedError,
     outside_workspace,
@@ -37,6 +36,7 @@ from .probe_source import probe_source
 from .protocol import EXECUTE_COMMAND_PARAMS
 from .request_cancellation import on_client_cancel
 from .server import TorchDoctorServer
+from .uris import uri_to_path
 
 PROBE_DISTRIBUTED_SERVER_COMMAND = "torchdoctor.server.probeDistributed"
 DEFAULT_NPROC = 2

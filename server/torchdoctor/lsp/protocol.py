@@ -28,7 +28,7 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from concurrent.futures import Future
 from contextvars import ContextVar
 from functools import partial
@@ -67,6 +67,8 @@ class TorchDoctorProtocol(LanguageServerProtocol):
         super().__init__(*args, **kwargs)
         self.initialize_received = False
         self.shutdown_received = False  # from the moment the request arrives, not when answered
+        # requests the early front answered (early_start.py): handled here, answered only once
+        self._answered_early: set[int | str] = set()
 
     # ---- reading ---------------------------------------------------------------------------
     def receive_body(self, body: bytes) -> None:
@@ -100,6 +102,22 @@ class TorchDoctorProtocol(LanguageServerProtocol):
         result = self.writer.write(header.encode(self.CHARSET) + encoded)
         if inspect.isawaitable(result):
             asyncio.ensure_future(result)
+
+    def hold_back_answers(self, request_ids: Iterable[int | str]) -> None:
+        """Requests that the client has its answers to: the early front answered them before
+        the server was loaded. The server handles them to learn what they say (`initialize`:
+        the client's capabilities and settings) and sends no second answer."""
+        self._answered_early.update(request_ids)
+
+    def _send_response(
+        self, msg_id: Any, result: Any | None = None, error: Any | None = None
+    ) -> None:
+        if msg_id in self._answered_early:
+            self._answered_early.discard(msg_id)
+            if error is not None:  # the front's answer went out; the server would have refused
+                log.error("request %r was answered before the server refused it: %s", msg_id, error)
+            return
+        super()._send_response(msg_id, result, error)
 
     def receive_unreadable(self, request_id: int | str | None, reason: str) -> None:
         self._answer_error(request_id, JsonRpcParseError(reason))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import sys
 import threading
 from collections.abc import Coroutine
@@ -27,7 +26,8 @@ from ..docs import normalise_locale
 from .code_actions import EditSupport
 from .columns import UTF16
 from .diagnostics import AnalysisResult, analyse_version
-from .documents import DocumentStore, OpenDocument, uri_to_path
+from .documents import DocumentStore, OpenDocument
+from .early_start import SentDiagnostics
 from .jedi_support import JediState, JediSupport
 from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC
 from .notebooks import NotebookStore, analyse_notebook_version, publish_cells
@@ -37,22 +37,16 @@ from .probe_format import size as byte_size
 from .probe_state import ProbeState
 from .project_config import ProjectConfigs, editor_config
 from .protocol import TorchDoctorProtocol
+from .rule_runs import LARGE_DOCUMENT_BYTES
 from .runtime_diagnostics import runtime_diagnostics
 from .scheduler import AnalysisJob, AnalysisScheduler
 from .settings import ParsedSettings, Settings
-from .threadsafe_ast import serialise_ast_parse
-from .transport import serve_messages, stdin_chunks, stream_chunks
+from .transport import Takeover, serve_messages, stdin_chunks, stream_chunks, take_over
+from .uris import workspace_root
 
 log = logging.getLogger("torchdoctor.lsp")
 
 ANALYSIS_THREADS = 2  # analyses of different documents may overlap; one document never does
-# Documents from this size on (about 7,000 lines) take a second or more to analyse: they take
-# turns in a lane of their own (scheduler.py)
-LARGE_DOCUMENT_BYTES = 256 * 1024
-# While an analysis holds the GIL, the event-loop thread waits up to one switch interval for
-# each message it handles (5 ms by default): a burst of keystrokes then queues up behind the
-# analysis. A shorter interval lets edits and hovers through at once.
-SWITCH_INTERVAL = 0.0005
 
 
 class TorchDoctorServer(LanguageServer):
@@ -78,6 +72,8 @@ class TorchDoctorServer(LanguageServer):
         self.root_uri: str | None = None
         self.encoding = UTF16
         self.pull_diagnostics = False
+        # the diagnostics the early front sent (early_start.py), until this server has its own
+        self.early_sent: dict[str, SentDiagnostics] = {}
         self.edit_support = EditSupport(document_changes=False, lazy=False)
         self.generation = 0  # bumped whenever settings change what an analysis produces
         self.shutdown_requested = False
@@ -108,9 +104,8 @@ class TorchDoctorServer(LanguageServer):
         self.pull_diagnostics = bool(text_document and text_document.diagnostic is not None)
         self.edit_support = EditSupport.of(capabilities)
         folders = params.workspace_folders or []
-        self.root_uri = params.root_uri or (folders[0].uri if folders else None)
-        self.root_path = (uri_to_path(self.root_uri) if self.root_uri else None) or (
-            params.root_path or None
+        self.root_uri, self.root_path = workspace_root(
+            params.root_uri, folders[0].uri if folders else None, params.root_path
         )
 
     def client_supports(self, path: str) -> bool:
@@ -304,6 +299,8 @@ class TorchDoctorServer(LanguageServer):
         to them (serialising 500 diagnostics with the protocol's converter costs 30 ms)."""
         diagnostics = self.diagnostics_of(result)
         raw = result.diagnostics_json
+        if self.shown_early(result, diagnostics):
+            return  # the same again would only make the client redraw them
         notebook = self.notebooks.get(result.uri) is not None
         if raw is None or diagnostics is not result.diagnostics or notebook:
             self.publish(result.uri, diagnostics, result.version)
@@ -319,6 +316,23 @@ class TorchDoctorServer(LanguageServer):
         # the diagnostics' own JSON, made once per finding, spliced into the message
         body = f'{head[:-2]},"diagnostics":[{",".join(raw)}]}}}}'
         self.protocol.send_json_text(body)
+
+    def shown_early(self, result: AnalysisResult, diagnostics: list[types.Diagnostic]) -> bool:
+        """Whether the client shows these diagnostics of the result's version already, sent by
+        the early front. Only the first result of each document is compared: after it, the
+        server's own are what the client has."""
+        sent = self.early_sent.get(result.uri)
+        if sent is None:
+            return False
+        if not self.pull_diagnostics:
+            del self.early_sent[result.uri]  # pushed: this result is the server's own from now
+        raw = result.diagnostics_json
+        return (
+            sent.version == result.version
+            and diagnostics is result.diagnostics
+            and raw is not None
+            and tuple(raw) == sent.items
+        )
 
     def publish(self, uri: str, diagnostics: list[types.Diagnostic], version: int | None) -> None:
         if publish_cells(self, uri, diagnostics):
@@ -388,12 +402,22 @@ class TorchDoctorServer(LanguageServer):
         self.window_log_message(types.LogMessageParams(kind, message))
 
     # ---- transports: pygls' own, with our reader (transport.py) ------------------------------
-    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+    def start_io(
+        self,
+        stdin: BinaryIO | None = None,
+        stdout: BinaryIO | None = None,
+        takeover: Takeover | None = None,
+    ) -> None:
+        """Serve over stdio; with `takeover`, from where the early front stopped reading."""
         self._stop_event = stop = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
 
         async def read() -> None:
-            await serve_messages(stdin_chunks(stdin or sys.stdin.buffer), self.protocol, stop)
+            if takeover is not None:
+                self.early_sent = dict(takeover.sent)
+                await take_over(takeover, self.protocol, stop)
+            else:
+                await serve_messages(stdin_chunks(stdin or sys.stdin.buffer), self.protocol, stop)
 
         try:
             asyncio.run(read())
@@ -437,41 +461,18 @@ class TorchDoctorServer(LanguageServer):
         self.large_analysis_pool.shutdown(wait=False, cancel_futures=True)
 
 
-def configure_logging(log_file: Path | str | None) -> None:
-    handler: logging.Handler
-    if log_file is not None:
-        handler = logging.FileHandler(log_file, encoding="utf-8")
-    else:
-        # stdout carries the protocol; the log goes to stderr, which editors show as the log
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-    level = os.environ.get("TORCHDOCTOR_LOG_LEVEL", "INFO").upper()
-    logging.getLogger("torchdoctor").setLevel(getattr(logging, level, logging.INFO))
-
-
-def serve(tcp: str | None = None, log_file: Path | str | None = None) -> int:
-    """Run the language server over stdio (or TCP for debugging) until the client goes away."""
-    configure_logging(log_file)
-    serialise_ast_parse()
-    sys.setswitchinterval(SWITCH_INTERVAL)
+def build_server() -> TorchDoctorServer:
     from .features import register_features  # the handlers need the class defined above
     from .notebooks import register_notebook_features
 
     server = TorchDoctorServer()
     register_features(server)
     register_notebook_features(server)  # wraps some of the handlers above: registered after
-    try:
-        if tcp:
-            host, _, port = tcp.rpartition(":")
-            server.start_tcp(host or "127.0.0.1", int(port))
-        else:
-            server.start_io()
-    finally:
-        server.close()
-    # LSP: exit code 1 when `exit` came without a `shutdown` first
+    return server
+
+
+def exit_code(server: TorchDoctorServer) -> int:
+    """LSP: 1 when `exit` came without a `shutdown` first."""
     return 1 if server.exit_received and not server.shutdown_requested else 0
 
 
