@@ -235,3 +235,45 @@ def _changed(uri: str, version: int, changes: list[dict[str, Any]]) -> dict[str,
 def _framed(message: dict[str, Any]) -> bytes:
     body = json.dumps({"jsonrpc": "2.0", **message}).encode()
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+@in_module_loop
+@over_pipes
+async def test_a_message_arriving_in_pieces_while_the_server_takes_over_is_read_whole(tmp_path):
+    """The front's framer holds the start of a message when the server takes over the input;
+    the server reads the rest with it."""
+    uri = (tmp_path / "model.py").as_uri()
+    client = await WireClient.start()
+    try:
+        await client.request(1, "initialize", INITIALIZE)
+        client.send({"method": "initialized", "params": {}})
+        # a request only the server answers: it starts loading now
+        client.send({"id": 2, "method": "shutdown-not-yet", "params": None})
+        data = _framed(_open(uri, SAMPLE + "# padding\n" * 3000))
+        pieces = 100
+        size = len(data) // pieces + 1
+        for start in range(0, len(data), size):  # spread over about 2.5 s
+            client.send_raw(data[start : start + size])
+            assert client.process.stdin is not None
+            await client.process.stdin.drain()
+            await asyncio.sleep(0.025)
+        await _until(lambda: _published(client, uri), client)
+        [pushed] = _published(client, uri)
+        assert [d["code"] for d in pushed["diagnostics"]] == ["TD703", "TD301"]
+        assert client.answers(2)[0]["error"]["code"] == -32601  # MethodNotFound, from the server
+    finally:
+        await client.close()
+
+
+@in_module_loop
+@over_pipes
+async def test_a_client_that_goes_away_before_the_server_has_loaded_ends_it(tmp_path):
+    client = await WireClient.start()
+    try:
+        await client.request(1, "initialize", INITIALIZE)
+        client.send(_open((tmp_path / "model.py").as_uri(), SAMPLE))
+        assert client.process.stdin is not None
+        client.process.stdin.close()
+        assert await client.exit_code() == 0
+    finally:
+        await client.close()

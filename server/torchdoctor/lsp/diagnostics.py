@@ -18,11 +18,11 @@ from lsprotocol import types
 
 from ..analysis import Config, Document, Finding
 from ..analysis.incremental import IncrementalAnalyser
-from ..analysis.rule_runner import InternalError, collecting_internal_errors
+from ..analysis.rule_runner import InternalError
 from .diagnostic_json import SEVERITY_NUMBERS, diagnostic_json
 from .outline import Outline
 from .positions import PositionMapper
-from .rule_runs import run_rules
+from .rule_runs import analyse_incrementally, run_rules
 
 log = logging.getLogger(__name__)
 
@@ -94,26 +94,6 @@ def analyse_version(
         tuple(failed),
         diagnostics_json=diagnostics_json,
     )
-
-
-def analyse_incrementally(
-    analyser: IncrementalAnalyser, text: str, path: str, config: Config
-) -> tuple[Document, list[Finding], list[InternalError]]:
-    """`run_rules` of the version, redoing only what the edit changed (analysis/scoped.py)."""
-    with collecting_internal_errors() as crashes:
-        try:
-            document, findings = analyser.analyse(text, config, path)
-        except Exception as error:  # a bug outside the rules: no findings, and say so
-            log.exception("the analysis of %s failed", path)
-            analyser.forget()
-            return (
-                Document.parse(text, path),
-                [],
-                [*crashes, InternalError.of("analysis", path, error)],
-            )
-    if crashes:
-        analyser.forget()  # the findings kept for the next version lack the crashed rules'
-    return document, findings, list(crashes)
 
 
 @dataclass

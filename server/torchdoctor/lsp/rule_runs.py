@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from ..analysis import Config, Document, Finding, analyse
+from ..analysis.incremental import IncrementalAnalyser
 from ..analysis.rule_runner import InternalError, collecting_internal_errors
 
 log = logging.getLogger("torchdoctor.lsp.diagnostics")
@@ -34,3 +35,23 @@ def run_rules(document: Document, config: Config) -> tuple[list[Finding], list[I
             log.exception("the analysis of %s failed", document.path)
             return [], [*crashes, InternalError.of("analysis", document.path, error)]
     return findings, list(crashes)
+
+
+def analyse_incrementally(
+    analyser: IncrementalAnalyser, text: str, path: str, config: Config
+) -> tuple[Document, list[Finding], list[InternalError]]:
+    """`run_rules` of the version, redoing only what the edit changed (analysis/scoped.py)."""
+    with collecting_internal_errors() as crashes:
+        try:
+            document, findings = analyser.analyse(text, config, path)
+        except Exception as error:  # a bug outside the rules: no findings, and say so
+            log.exception("the analysis of %s failed", path)
+            analyser.forget()
+            return (
+                Document.parse(text, path),
+                [],
+                [*crashes, InternalError.of("analysis", path, error)],
+            )
+    if crashes:
+        analyser.forget()  # the findings kept for the next version lack the crashed rules'
+    return document, findings, list(crashes)
