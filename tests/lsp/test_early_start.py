@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from typing import Any
 
@@ -277,3 +278,37 @@ async def test_a_client_that_goes_away_before_the_server_has_loaded_ends_it(tmp_
         assert await client.exit_code() == 0
     finally:
         await client.close()
+
+
+EARLY_PROBE = """
+import json, sys
+import torchdoctor.cli, torchdoctor.lsp.launch
+from torchdoctor.lsp.early_start import EarlyFront
+
+sent = []
+front = EarlyFront(send=sent.append)
+with open(sys.argv[1], encoding="utf-8") as messages:
+    for message in json.load(messages):
+        front.receive_body(json.dumps(message).encode())
+front.work()
+assert "TD703" in sent[-1], sent
+print(sorted(m for m in ("pygls", "lsprotocol", "attrs", "cattrs", "rich") if m in sys.modules))
+"""
+
+
+def test_the_start_needs_neither_pygls_nor_lsprotocol(tmp_path):
+    """What runs before the server has loaded, up to the first diagnostics, imports neither:
+    importing them is the second the early front saves."""
+    messages = tmp_path / "messages.json"
+    opened = _open((tmp_path / "model.py").as_uri(), SAMPLE)
+    initialize = {"id": 1, "method": "initialize", "params": INITIALIZE}
+    messages.write_text(json.dumps([{"jsonrpc": "2.0", **m} for m in (initialize, opened)]))
+    done = subprocess.run(
+        [sys.executable, "-c", EARLY_PROBE, str(messages)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
-from ..analysis.incremental import IncrementalAnalyser
+from ..analysis import Document
 from ..docs import normalise_locale
 from .columns import UTF16, choose_encoding
 from .diagnostic_json import diagnostic_json
 from .framing import Body, Frame, Unreadable
 from .project_config import ProjectConfigs, editor_config
-from .rule_runs import LARGE_DOCUMENT_BYTES, analyse_incrementally, utf8_size
+from .rule_runs import LARGE_DOCUMENT_BYTES, run_rules, utf8_size
 from .settings import Settings, parse_settings
 from .uris import uri_to_path, workspace_root
 
@@ -120,18 +120,6 @@ class _Opened:
     text: str
     items: list[dict[str, Any]] | None = None  # its diagnostics, once analysed
     sent: bool = False
-    # the server's next analysis of the document starts from this one's (`analysers`)
-    analyser: IncrementalAnalyser = field(default_factory=IncrementalAnalyser)
-
-
-@dataclass(frozen=True)
-class EarlyAnalysis:
-    """A document the front analysed: the server adopts its analyser for the same text, and
-    its own first analysis of the document then redoes nothing."""
-
-    version: int
-    text: str
-    analyser: IncrementalAnalyser
 
 
 @dataclass
@@ -170,13 +158,6 @@ class EarlyFront:
             )
             for uri, opened in self._opened.items()
             if opened.sent and opened.items is not None
-        }
-
-    def analysers(self) -> dict[str, EarlyAnalysis]:
-        return {
-            uri: EarlyAnalysis(opened.version, opened.text, opened.analyser)
-            for uri, opened in self._opened.items()
-            if opened.items is not None
         }
 
     def answered(self) -> list[int | str]:
@@ -333,9 +314,10 @@ class EarlyFront:
         if loaded.error is not None or loaded.config.warnings:
             return None
         config = editor_config(loaded.config, self._settings)
-        document, findings, crashes = analyse_incrementally(
-            opened.analyser, opened.text, path or opened.uri, config
-        )
+        # a plain analysis: the incremental analyser's first one costs a third more (it parses
+        # block by block and keeps each block's findings), and this one is what the user waits for
+        document = Document.parse(opened.text, path or opened.uri)
+        findings, crashes = run_rules(document, config)
         if crashes:
             return None
         lines = document.index.lines

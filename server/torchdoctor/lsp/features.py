@@ -73,7 +73,7 @@ def register_features(server: TorchDoctorServer) -> None:
     # ---- documents -------------------------------------------------------------------------
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchDoctorServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.adopt_early_analysis(ls.documents.open(params.text_document))
+        ls.documents.open(params.text_document)
         if ls.settings.enable:
             ls.scheduler.request(params.text_document.uri)
 

@@ -70,9 +70,7 @@ def serve_stdio(stdin: BinaryIO, stdout: BinaryIO) -> int:
 
     module = loader.module()
     server = module.build_server()
-    takeover = Takeover(
-        pump, framer, front.replay(), front.answered(), front.sent(), front.analysers(), ended
-    )
+    takeover = Takeover(pump, framer, front.replay(), front.answered(), front.sent(), ended)
     try:
         server.start_io(stdout=stdout, takeover=takeover)
     finally:

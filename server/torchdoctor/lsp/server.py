@@ -27,7 +27,7 @@ from .code_actions import EditSupport
 from .columns import UTF16
 from .diagnostics import AnalysisResult, analyse_version
 from .documents import DocumentStore, OpenDocument
-from .early_start import EarlyAnalysis, SentDiagnostics
+from .early_start import SentDiagnostics
 from .jedi_support import JediState, JediSupport
 from .notebooks import SYNC_OPTIONS as NOTEBOOK_SYNC
 from .notebooks import NotebookStore, analyse_notebook_version, publish_cells
@@ -74,7 +74,6 @@ class TorchDoctorServer(LanguageServer):
         self.pull_diagnostics = False
         # the diagnostics the early front sent (early_start.py), until this server has its own
         self.early_sent: dict[str, SentDiagnostics] = {}
-        self.early_analysed: dict[str, EarlyAnalysis] = {}  # until their didOpen is replayed
         self.edit_support = EditSupport(document_changes=False, lazy=False)
         self.generation = 0  # bumped whenever settings change what an analysis produces
         self.shutdown_requested = False
@@ -318,12 +317,6 @@ class TorchDoctorServer(LanguageServer):
         body = f'{head[:-2]},"diagnostics":[{",".join(raw)}]}}}}'
         self.protocol.send_json_text(body)
 
-    def adopt_early_analysis(self, document: OpenDocument) -> None:
-        """The early front's analyser for the text just opened, which holds its analysis."""
-        early = self.early_analysed.pop(document.uri, None)
-        if early is not None and (early.version, early.text) == (document.version, document.text):
-            document.analyser = early.analyser
-
     def shown_early(self, result: AnalysisResult, diagnostics: list[types.Diagnostic]) -> bool:
         """Whether the client shows these diagnostics of the result's version already, sent by
         the early front. Only the first result of each document is compared: after it, the
@@ -422,7 +415,6 @@ class TorchDoctorServer(LanguageServer):
         async def read() -> None:
             if takeover is not None:
                 self.early_sent = dict(takeover.sent)
-                self.early_analysed = dict(takeover.analysed)
                 await take_over(takeover, self.protocol, stop)
             else:
                 await serve_messages(stdin_chunks(stdin or sys.stdin.buffer), self.protocol, stop)

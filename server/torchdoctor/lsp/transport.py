@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-from .early_start import EarlyAnalysis, SentDiagnostics
+from .early_start import SentDiagnostics
 from .framing import STALL_SECONDS, Frame, FrameReceiver, MessageFramer, deliver_frames
 from .stdin_pump import CHUNK_BYTES, StdinPump
 
@@ -80,7 +80,6 @@ class Takeover:
     replay: list[Frame]  # what the front received, for the server to handle, in order
     answered: list[int | str]  # requests among them the front has answered already
     sent: dict[str, SentDiagnostics]  # the diagnostics the client has from the front
-    analysed: dict[str, EarlyAnalysis]  # the documents the front analysed
     ended: bool  # the input ended while the front read it
 
 
