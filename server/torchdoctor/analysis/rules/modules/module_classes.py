@@ -187,8 +187,23 @@ def built_from(sem: Semantics, node: ast.AST) -> str | None:
 
 def _constructors_assigned(
     sem: Semantics, dotted: str, assigns: list[ast.Assign | ast.AnnAssign]
-) -> set[str | None]:
-    """The classes the file's assignments to `dotted` build."""
+) -> frozenset[str | None]:
+    """The classes the file's assignments to `dotted` build (`assigns`: all of them)."""
+    # asked for every use of a name, and a script assigns `model` or `x` dozens of times
+    whole = sem.whole
+    by_name: dict[str, frozenset[str | None]] | None = whole.derived.get(_BY_NAME)
+    if by_name is None:
+        by_name = whole.derived[_BY_NAME] = {}
+    found = by_name.get(dotted)
+    if found is None:
+        found = by_name[dotted] = frozenset(_constructors_of(sem, assigns))
+    return found
+
+
+_BY_NAME = "modules:constructors-by-name"
+
+
+def _constructors_of(sem: Semantics, assigns: list[ast.Assign | ast.AnnAssign]) -> set[str | None]:
     memo = sem.node_memo("modules:constructor")
     built: set[str | None] = set()
     for assign in assigns:
