@@ -319,8 +319,9 @@ class TorchDoctorServer(LanguageServer):
 
     def shown_early(self, result: AnalysisResult, diagnostics: list[types.Diagnostic]) -> bool:
         """Whether the client shows these diagnostics of the result's version already, sent by
-        the early front. Only the first result of each document is compared: after it, the
-        server's own are what the client has."""
+        the early front. Pushed, only a document's first result is compared (after it the
+        client has the server's own); pulled, every pull that names the front's result id,
+        until one gets a report of the server's (`pull_diagnostics` in features.py)."""
         sent = self.early_sent.get(result.uri)
         if sent is None:
             return False
