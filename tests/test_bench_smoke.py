@@ -52,3 +52,18 @@ def test_the_edit_bench_times_the_engine_and_compares_two_trees() -> None:
         assert f"dense 300 lines, 4 {expected}: " in done.stdout, done.stdout
         if "--against" in extra:
             assert "median ratio" in done.stdout
+
+
+def test_the_start_bench_times_both_files_for_each_server() -> None:
+    """`bench.start_bench`, one start of each server per file, against a tree (here this one)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.start_bench", "--starts", "1", "--against", str(ROOT)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    for name in ("300 lines, models and training functions", "3,002 lines dense with findings"):
+        assert f"| {name} | torchdoctor | " in done.stdout, done.stdout
+        assert f"| {name} | torchdoctor at {ROOT} | " in done.stdout, done.stdout
