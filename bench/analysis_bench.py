@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
-from torchdoctor.analysis import Document, IncrementalAnalyser, analyse
+from torchdoctor.analysis import IncrementalAnalyser
 from torchdoctor.analysis.config import Config
+from torchdoctor.analysis.engine import check
 
 from .corpus import make_file
 
@@ -44,7 +45,7 @@ def run_analysis_bench(quick: bool = False) -> dict[str, dict[str, float]]:
             continue
         text = make_file(lines, seed=lines)
         parse = _median_seconds(lambda text=text: ast.parse(text), repeats)
-        full = _median_seconds(lambda text=text: analyse(Document.parse(text), config), repeats)
+        full = _median_seconds(lambda text=text: check(text, config=config), repeats)
         results[label] = {
             "lines": float(text.count("\n")),
             "ast_parse_ms": parse * 1000,
@@ -103,8 +104,7 @@ def _measure_corpus(repeats: int = 3) -> dict[str, float] | None:
             continue  # not Python 3.11: neither side is timed
         parse += min(_seconds(lambda text=text: ast.parse(text)) for _ in range(repeats))
         analysis += min(
-            _seconds(lambda text=text: analyse(Document.parse(text), config))
-            for _ in range(repeats)
+            _seconds(lambda text=text: check(text, config=config)) for _ in range(repeats)
         )
     return {
         "lines": float(sum(text.count("\n") for text in texts)),

@@ -20,6 +20,7 @@ from rich.console import Console
 from ..analysis import Config, Document, Finding, analyse, load_config
 from ..analysis.config import with_overrides
 from ..analysis.fixes import apply_fixes
+from ..analysis.gc_pause import gc_paused
 from ..analysis.rule_runner import InternalError, collecting_internal_errors
 from ..analysis.rules.syntax.td000_syntax_error import undecodable_source_finding
 from ..torch_install import installed_torch_version
@@ -108,6 +109,14 @@ def check_source(
     """Analyse one file's bytes; with a fix mode, apply fixes until nothing changes."""
     if is_notebook(path):
         return SourceResult(*check_notebook(data, path, config, fix_mode, unsafe))
+    # the file's documents are freed before the pause ends (see engine.check)
+    with gc_paused():
+        return _check_text(data, path, config, fix_mode, unsafe)
+
+
+def _check_text(
+    data: bytes, path: str, config: Config, fix_mode: str | None, unsafe: bool
+) -> SourceResult:
     source = decode_source(data)
     text = source.text
     crashes: list[InternalError] = []
