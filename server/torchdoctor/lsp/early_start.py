@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
-from ..analysis import Document
+from ..analysis import Config, Document
+from ..analysis.gc_pause import gc_paused
 from ..docs import normalise_locale
 from .columns import UTF16, choose_encoding
 from .diagnostic_json import diagnostic_json
@@ -314,14 +315,22 @@ class EarlyFront:
         if loaded.error is not None or loaded.config.warnings:
             return None
         config = editor_config(loaded.config, self._settings)
+        # the document is freed before the collector's pause ends (see engine.check)
+        with gc_paused():
+            return self._analysed(opened.text, path or opened.uri, config)
+
+    def _analysed(self, text: str, path: str, config: Config) -> list[dict[str, Any]] | None:
         # a plain analysis: the incremental analyser's first one costs a third more (it parses
         # block by block and keeps each block's findings), and this one is what the user waits for
-        document = Document.parse(opened.text, path or opened.uri)
-        findings, crashes = run_rules(document, config)
-        if crashes:
-            return None
-        lines = document.index.lines
-        return [diagnostic_json(f, lines, self._encoding, self._locale) for f in findings]
+        document = Document.parse(text, path)
+        try:
+            findings, crashes = run_rules(document, config)
+            if crashes:
+                return None
+            lines = document.index.lines
+            return [diagnostic_json(f, lines, self._encoding, self._locale) for f in findings]
+        finally:
+            document.drop_derived_facts()
 
     def _publish(self, opened: _Opened) -> None:
         opened.sent = True
