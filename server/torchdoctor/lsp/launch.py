@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO
 
+from ..analysis.gc_pause import gc_paused
 from .early_start import EarlyFront
 from .framing import STALL_SECONDS, MessageFramer, deliver_frames
 from .stdin_pump import StdinPump
@@ -154,9 +155,14 @@ class ServerLoader:
 
     def _load(self) -> None:
         try:
-            module = importlib.import_module(".server", __package__)
-            importlib.import_module(".features", __package__)
-            importlib.import_module(".notebooks", __package__)
+            # Without collections: the import builds lsprotocol's classes and their methods,
+            # hundreds of thousands of objects that live as long as the process, and each
+            # collection meanwhile scanned them all again (the import took 12% longer). Frozen
+            # afterwards, later collections skip them too.
+            with gc_paused(freeze=True):
+                module = importlib.import_module(".server", __package__)
+                importlib.import_module(".features", __package__)
+                importlib.import_module(".notebooks", __package__)
             self._module = module
         except BaseException as error:  # handed to the main thread, which raises it
             self._error = error
