@@ -214,9 +214,9 @@ class EarlyFront:
             self.wants_server = True
 
     def _initialize(self, request_id: Any, params: Any) -> None:
-        client = params["capabilities"]
-        self._encoding = choose_encoding(_path(client, "general", "positionEncodings"))
-        self._pull = _path(client, "textDocument", "diagnostic") is not None
+        result = initialize_result(params)
+        self._encoding = result["capabilities"]["positionEncoding"]
+        self._pull = _path(params["capabilities"], "textDocument", "diagnostic") is not None
         options = params.get("initializationOptions")
         if isinstance(options, Mapping) and "settings" in options:
             self._settings = parse_settings(options.get("settings")).settings
@@ -226,7 +226,7 @@ class EarlyFront:
         _, self._root_path = workspace_root(
             params.get("rootUri"), folders[0]["uri"] if folders else None, params.get("rootPath")
         )
-        answer = {"jsonrpc": "2.0", "id": request_id, "result": initialize_result(params)}
+        answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
         self._initialize_id = request_id
         self.initialized = True
         self.send(json.dumps(answer, separators=(",", ":")))

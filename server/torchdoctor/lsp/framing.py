@@ -26,6 +26,7 @@ log = logging.getLogger("torchdoctor.lsp")
 # A client that sent a message it got wrong waits for the answer and sends nothing more: after
 # this long with part of a message read, what can be judged unreadable is answered.
 STALL_SECONDS = 0.5
+CONTENT_TYPE = "application/vscode-jsonrpc; charset=utf-8"
 
 # where a message starts; bounded so that a search can back up by a fixed amount across chunks
 HEADER_START = re.compile(rb"Content-Length[ \t]{0,16}:[ \t]{0,16}\d{1,18}[ \t]{0,16}\r\n", re.I)
@@ -57,6 +58,13 @@ class Unreadable:
 
 
 Frame = Body | Unreadable
+
+
+def framed(text: str) -> bytes:
+    """One message's JSON text with its header, as pygls frames the messages it sends."""
+    body = text.encode("utf-8")
+    header = f"Content-Length: {len(body)}\r\nContent-Type: {CONTENT_TYPE}\r\n\r\n"
+    return header.encode("ascii") + body
 
 
 class FrameReceiver(Protocol):

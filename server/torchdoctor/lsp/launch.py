@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from ..analysis.gc_pause import gc_paused
 from .early_start import EarlyFront
-from .framing import STALL_SECONDS, MessageFramer, deliver_frames
+from .framing import STALL_SECONDS, MessageFramer, deliver_frames, framed
 from .stdin_pump import StdinPump
 from .threadsafe_ast import serialise_ast_parse
 
@@ -35,7 +35,6 @@ SWITCH_INTERVAL = 0.0005
 QUIET_BEFORE_LOADING = 0.05
 # ... or this long after `initialize` however busy the client is
 LOADING_DEADLINE = 0.5
-CONTENT_TYPE = "application/vscode-jsonrpc; charset=utf-8"
 
 
 def serve(tcp: str | None = None, log_file: Path | str | None = None) -> int:
@@ -171,10 +170,7 @@ class ServerLoader:
 
 
 def write_message(stdout: BinaryIO, text: str) -> None:
-    """One message, framed as the server frames its own."""
-    body = text.encode("utf-8")
-    header = f"Content-Length: {len(body)}\r\nContent-Type: {CONTENT_TYPE}\r\n\r\n"
-    stdout.write(header.encode("ascii") + body)
+    stdout.write(framed(text))
     stdout.flush()
 
 

@@ -87,16 +87,8 @@ def is_stale(
 # --------------------------------------------------------------------------------------------
 
 _COMPOUND = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.If,
-    ast.With,
-    ast.AsyncWith,
-    ast.Try,
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While,
+    ast.If, ast.With, ast.AsyncWith, ast.Try,
 )
 
 

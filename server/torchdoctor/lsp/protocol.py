@@ -44,7 +44,7 @@ from pygls.exceptions import (
 from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from .framing import request_id_in
+from .framing import framed, request_id_in
 from .request_cancellation import REQUEST_ID
 
 log = logging.getLogger("torchdoctor.lsp")
@@ -94,12 +94,7 @@ class TorchDoctorProtocol(LanguageServerProtocol):
         made once), framed as `_send_data` frames a message it serialises itself."""
         if self.writer is None:
             return
-        encoded = body.encode(self.CHARSET)
-        header = (
-            f"Content-Length: {len(encoded)}\r\n"
-            f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-        )
-        result = self.writer.write(header.encode(self.CHARSET) + encoded)
+        result = self.writer.write(framed(body))
         if inspect.isawaitable(result):
             asyncio.ensure_future(result)
 

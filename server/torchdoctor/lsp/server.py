@@ -41,7 +41,7 @@ from .rule_runs import LARGE_DOCUMENT_BYTES
 from .runtime_diagnostics import runtime_diagnostics
 from .scheduler import AnalysisJob, AnalysisScheduler
 from .settings import ParsedSettings, Settings
-from .transport import Takeover, serve_messages, stdin_chunks, stream_chunks, take_over
+from .transport import Takeover, serve_messages, stream_chunks, take_over
 from .uris import workspace_root
 
 log = logging.getLogger("torchdoctor.lsp")
@@ -412,13 +412,11 @@ class TorchDoctorServer(LanguageServer):
         """Serve over stdio; with `takeover`, from where the early front stopped reading."""
         self._stop_event = stop = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        taken = takeover or Takeover.of_nothing(stdin or sys.stdin.buffer)
+        self.early_sent = dict(taken.sent)
 
         async def read() -> None:
-            if takeover is not None:
-                self.early_sent = dict(takeover.sent)
-                await take_over(takeover, self.protocol, stop)
-            else:
-                await serve_messages(stdin_chunks(stdin or sys.stdin.buffer), self.protocol, stop)
+            await take_over(taken, self.protocol, stop)
 
         try:
             asyncio.run(read())

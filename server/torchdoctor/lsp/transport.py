@@ -60,13 +60,6 @@ def pump_chunks(pump: StdinPump) -> ReadChunk:
     return chunks.get
 
 
-def stdin_chunks(stdin: BinaryIO) -> ReadChunk:
-    """Chunks of `stdin` as they arrive, read by a daemon thread."""
-    pump = StdinPump(stdin)
-    pump.start()
-    return pump_chunks(pump)
-
-
 def stream_chunks(reader: asyncio.StreamReader) -> ReadChunk:
     return lambda: reader.read(CHUNK_BYTES)
 
@@ -81,6 +74,13 @@ class Takeover:
     answered: list[int | str]  # requests among them the front has answered already
     sent: dict[str, SentDiagnostics]  # the diagnostics the client has from the front
     ended: bool  # the input ended while the front read it
+
+    @classmethod
+    def of_nothing(cls, stdin: BinaryIO) -> Takeover:
+        """Serving `stdin` from its first byte, with no front before."""
+        pump = StdinPump(stdin)
+        pump.start()
+        return cls(pump, MessageFramer(), [], [], {}, ended=False)
 
 
 async def no_more_input() -> bytes:
