@@ -34,6 +34,7 @@ class Client(LanguageClient):
     applied_edits: list[types.ApplyWorkspaceEditParams]
     registrations: list[types.Registration]
     code_lens_refreshes: int
+    configurations_answered: int  # workspace/configuration requests answered so far
 
 
 def _record_publish(client: Client, params: types.PublishDiagnosticsParams) -> None:
@@ -52,6 +53,15 @@ def _register_capability(client: Client, params: types.RegistrationParams) -> No
     client.registrations.extend(params.registrations)
 
 
+def _answer_configuration(client: Client, params: types.ConfigurationParams) -> list[Any]:
+    answer = [
+        client.get_configuration(section=item.section, scope_uri=item.scope_uri)
+        for item in params.items
+    ]
+    client.configurations_answered += 1
+    return answer
+
+
 def _code_lens_refresh(client: Client, params: None) -> None:
     client.code_lens_refreshes += 1
 
@@ -62,10 +72,12 @@ def make_client() -> Client:
     client.applied_edits = []
     client.registrations = []
     client.code_lens_refreshes = 0
+    client.configurations_answered = 0
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _record_publish
     features[types.WORKSPACE_APPLY_EDIT] = _apply_edit
     features[types.CLIENT_REGISTER_CAPABILITY] = _register_capability
+    features[types.WORKSPACE_CONFIGURATION] = _answer_configuration
     features[types.WORKSPACE_CODE_LENS_REFRESH] = _code_lens_refresh
     register_lsp_features(client, features)
     return client

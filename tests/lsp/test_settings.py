@@ -40,7 +40,9 @@ async def test_initialization_settings_select_and_severity(lsp, tmp_path):
 async def test_workspace_configuration_is_pulled_after_initialized(lsp, tmp_path):
     client = await lsp.start(configuration={"ignore": ["TD104"], "severity": {"TD101": "info"}})
     uri = (tmp_path / "train.py").as_uri()
-    await wait_until(lambda: client.registrations)  # the server has had `initialized`
+    # the server has had `initialized` and asked for the editor's settings; the answer goes
+    # out before the document opens (waiting for the registration alone raced with it)
+    await wait_until(lambda: client.configurations_answered)
     open_document(client, uri, TRAINING_LOOPS)
     published = await published_for(client, uri, version=1)
     assert codes(published.diagnostics) == engine_codes(TRAINING_LOOPS, {"ignore": ["TD104"]})
