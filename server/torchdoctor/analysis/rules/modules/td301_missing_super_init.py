@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...function_body import own_nodes
-from ...semantics import MODULE_BASES, Function, Semantics
+from ...semantics import MODULE_BASES, Function, Semantics, position
 from .module_classes import (
     ancestors_in_file,
     is_super_call,
@@ -115,12 +115,16 @@ def _wrong_super_calls(ctx: RuleContext, cls: ast.ClassDef, init: Function) -> I
     """`super(nn.Module, self).__init__()` and `super(UnrelatedClass, self).__init__()`."""
     sem = ctx.sem
     self_name = self_parameter(init)
-    for node in own_nodes(init):
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "__init__"
-            and is_super_call(node.func.value)
+    if not init.body:
+        return
+    body_start = position(init.body[0])
+    # the `.__init__(...)` calls in its body (not its signature): what a walk of its own
+    # nodes would find, without the walk
+    for node in _init_calls_by_function(sem).get(id(init), ()):
+        if (
+            position(node) < body_start
+            or not isinstance(node.func, ast.Attribute)
+            or not is_super_call(node.func.value)
         ):
             continue
         super_call = node.func.value
@@ -158,6 +162,20 @@ def _wrong_super_calls(ctx: RuleContext, cls: ast.ClassDef, init: Function) -> I
         if node.args or node.keywords or _bases_take_no_arguments(ctx, cls):
             fix = Fix("Use `super().__init__()`", (ctx.replace(super_call, "super()"),))
         yield ctx.finding("TD301", super_call, message, fix)
+
+
+def _init_calls_by_function(sem: Semantics) -> dict[int, list[ast.Call]]:
+    """The file's `.__init__(...)` calls by the function whose own body holds them (by id),
+    in source order; grouped once per file."""
+    found: dict[int, list[ast.Call]] | None = sem.derived.get("modules:init-calls")
+    if found is None:
+        found = {}
+        for call in sem.method_calls("__init__"):
+            function = sem.enclosing_function(call)
+            if function is not None:
+                found.setdefault(id(function), []).append(call)
+        sem.derived["modules:init-calls"] = found
+    return found
 
 
 def _is_rebound(sem: Semantics, name: str) -> bool:

@@ -103,7 +103,7 @@ CONTAINER_CLASSES = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 def _registered_later(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bool:
     """`nn.ModuleList(self.layers)` or `nn.Sequential(*self.layers)` somewhere in the class."""
     sem = ctx.sem
-    for node, _ in self_attribute_uses(cls, attr):
+    for node, _ in self_attribute_uses(ctx.sem, cls, attr):
         parent = sem.parent(node)
         if isinstance(parent, ast.Starred):
             parent = sem.parent(parent)
@@ -118,7 +118,7 @@ def _read_only_while_building(ctx: RuleContext, cls: ast.ClassDef, attr: str) ->
     only `__init__` calls): the chosen module is registered through the attribute it is stored
     in, and the others are never run. Registering the table would add their parameters."""
     building = _building_methods(cls)
-    uses = list(self_attribute_uses(cls, attr))
+    uses = list(self_attribute_uses(ctx.sem, cls, attr))
     if any(method.name not in building for _, method in uses):
         return False
     return not named_elsewhere(ctx, cls, attr, uses)
@@ -176,7 +176,7 @@ def _filled_with_modules(ctx: RuleContext, cls: ast.ClassDef, attr: str, kind: s
     """`self.blocks = []` followed by `self.blocks.append(Block())` (or `self.d[k] = ...`)."""
     sem = ctx.sem
     found = False
-    for node, _ in self_attribute_uses(cls, attr):
+    for node, _ in self_attribute_uses(ctx.sem, cls, attr):
         parent = sem.parent(node)
         if (
             kind == "list"
@@ -243,7 +243,7 @@ def _local_list_of_modules(ctx: RuleContext, method: Function, value: ast.Name) 
 
 
 def _uses_methods(ctx: RuleContext, cls: ast.ClassDef, attr: str, methods: frozenset[str]) -> bool:
-    for node, _ in self_attribute_uses(cls, attr):
+    for node, _ in self_attribute_uses(ctx.sem, cls, attr):
         parent = ctx.sem.parent(node)
         if isinstance(parent, ast.Attribute) and parent.attr in methods:
             return True

@@ -251,7 +251,7 @@ def tensor_attribute_not_buffer(ctx: RuleContext) -> Iterator[Finding]:
 def _handled_elsewhere(ctx: RuleContext, cls: ast.ClassDef, attr: str, assign: ast.AST) -> bool:
     """Re-assigned as a Parameter, registered, or moved by hand (`self.t.to(x.device)`)."""
     sem = ctx.sem
-    for node, _ in self_attribute_uses(cls, attr):
+    for node, _ in self_attribute_uses(ctx.sem, cls, attr):
         parent = sem.parent(node)
         if isinstance(parent, ast.Attribute) and parent.attr in DEVICE_METHODS:
             return True
@@ -276,7 +276,7 @@ FRAMEWORK_MOVED_ATTRIBUTES = frozenset({"example_input_array"})
 def _init_only(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bool:
     """Read only while `__init__` builds the module (and named nowhere else in the file, other
     classes' own `self.<attr>` aside): where the tensor stays after `.to()` never matters."""
-    uses = list(self_attribute_uses(cls, attr))
+    uses = list(self_attribute_uses(ctx.sem, cls, attr))
     if any(method.name != "__init__" for _, method in uses):
         return False
     if not any(isinstance(node.ctx, ast.Load) for node, _ in uses):
@@ -288,7 +288,7 @@ def _reassigned_after_init(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bo
     """`self.masks = torch.empty(0)` in `__init__`, replaced in `forward()`: a placeholder for
     state the method that replaces it creates (on the device it chooses there). An augmented
     assignment (`self.total += x`) updates the old tensor in place: it does not count."""
-    for node, method in self_attribute_uses(cls, attr):
+    for node, method in self_attribute_uses(ctx.sem, cls, attr):
         if method.name == "__init__" or not isinstance(node.ctx, ast.Store):
             continue
         statement = ctx.sem.parent(node)
@@ -307,7 +307,7 @@ def _device_neutral_uses(ctx: RuleContext, cls: ast.ClassDef, attr: str) -> bool
     with the inputs, so where it stays after `.to()` does not break anything."""
     sem = ctx.sem
     found = False
-    for node, method in self_attribute_uses(cls, attr):
+    for node, method in self_attribute_uses(ctx.sem, cls, attr):
         if method.name == "__init__":
             continue
         found = True
