@@ -94,7 +94,17 @@ def names_bound_in(sem: Semantics, scope: ast.AST) -> set[str]:
 
 
 def at_module_level(sem: Semantics, node: ast.AST) -> bool:
-    return not any(isinstance(ancestor, FUNCTION_NODES) for ancestor in sem.ancestors(node))
+    # a plain climb by exact type: asked for every call of a file that builds a loader
+    parents = sem.parents
+    current = parents.get(node)
+    while current is not None:
+        if type(current) in _FUNCTION_TYPES:
+            return False
+        current = parents.get(current)
+    return True
+
+
+_FUNCTION_TYPES = frozenset(FUNCTION_NODES)
 
 
 def module_functions(sem: Semantics) -> Mapping[str, Function]:

@@ -25,20 +25,20 @@ from ...tree_walk import walk
 def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     structure = training_of(sem)
-    mentioned_in_backward = _names_in_backward(sem, structure.backward_calls)
+    mentioned_in_backward = _NamesInBackward(sem, structure.backward_calls)
     backward_receivers = _backward_receivers_by_loop(sem, structure.backward_calls)
     for target, value, kind, loop in _accumulations(sem):
         target_name = sem.dotted(target)
         if target_name is None:
             continue
-        function = sem.enclosing_function(value)
-        if (id(function), target_name) in mentioned_in_backward:
-            continue  # the sum or list is back-propagated on purpose
         statement = sem.enclosing_statement(value)
         if statement is None or in_no_grad(sem, statement):
             continue
         if _defined_in_iteration(ctx, target_name, statement, loop):
             continue
+        function = sem.enclosing_function(value)
+        if mentioned_in_backward.mentions(function, target_name):
+            continue  # the sum or list is back-propagated on purpose
         method = "item" if kind == "sum" else "detach"
         losses = [
             n for n in names_with_history(value) if _is_loss(ctx, n, loop, backward_receivers)
@@ -163,12 +163,31 @@ def _accumulations(sem: Semantics) -> list[tuple[ast.AST, ast.AST, str, Loop]]:
     return result
 
 
-def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[tuple[int, str]]:
-    """(function, name) for the names reaching a backward call in that function
-    (`torch.stack(losses).mean().backward()`): a list or sum gathered to be back-propagated."""
-    names: set[tuple[int, str]] = set()
+class _NamesInBackward:
+    """The names reaching the backward calls of each function (`torch.stack(losses).mean()
+    .backward()`): a list or sum gathered to be back-propagated. Found for a function when an
+    accumulation in it first asks: following each backward call's names through the data flow
+    costs more than the rest of the rule, and most functions accumulate nothing."""
+
+    def __init__(self, sem: Semantics, backward_calls: list[ast.Call]) -> None:
+        self._sem = sem
+        self._calls: dict[int, list[ast.Call]] = {}
+        for call in backward_calls:
+            self._calls.setdefault(id(sem.enclosing_function(call)), []).append(call)
+        self._names: dict[int, set[str]] = {}
+
+    def mentions(self, function: Function | None, name: str) -> bool:
+        key = id(function)
+        names = self._names.get(key)
+        if names is None:
+            names = self._names[key] = _names_in_backward(self._sem, self._calls.get(key, []))
+        return name in names
+
+
+def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[str]:
+    """The names reaching the backward calls of one function."""
+    names: set[str] = set()
     for call in backward_calls:
-        owner = id(sem.enclosing_function(call))
         receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
         roots = [receiver, *call.args] if receiver is not None else list(call.args)
         # `accelerator.backward(loss)` takes the loss as an argument; `loss = losses[i]` in a
@@ -180,7 +199,7 @@ def _names_in_backward(sem: Semantics, backward_calls: list[ast.Call]) -> set[tu
             for node in walk(root):
                 dotted = sem.dotted(node)
                 if dotted is not None:
-                    names.add((owner, dotted))
+                    names.add(dotted)
                 if depth < 2 and isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     flow = flow or flow_of(sem, function_scope(sem, call))
                     definition = flow.reaching(node.id, call)
