@@ -362,10 +362,10 @@ class Semantics:
                 # `self.f(...)`, `model(x)`, a local function; skip them before spelling them
                 root = call.func
                 while type(root) is ast.Attribute:
-                    root = root.value  # type: ignore[attr-defined]  # type() tested above
+                    root = root.value
                 if type(root) is not ast.Name:
                     continue
-                target = imports.get(root.id)  # type: ignore[attr-defined]  # type() tested above
+                target = imports.get(root.id)
                 if target is None:
                     continue
                 # spelt here as `qualname` spells it, without memoising every callee's name
@@ -754,8 +754,15 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             elif value is not None:
                 parents[value] = node
                 push(value)
-    for collection in (calls, loops, functions, classes, assigns, imports, *bindings.values()):
-        collection.sort(key=_start)
+    # the walk is breadth first: what it collected is put in source order
+    calls.sort(key=_start)
+    loops.sort(key=_start)
+    functions.sort(key=_start)
+    classes.sort(key=_start)
+    assigns.sort(key=_start)
+    imports.sort(key=_start)
+    for scope_bindings in bindings.values():
+        scope_bindings.sort(key=_start)
     for grouped in (*calls_by_attr.values(), *calls_by_name.values()):
         grouped.sort(key=_start)
     module_bindings = bindings.pop(id(_MODULE_SCOPE), [])
@@ -1102,8 +1109,8 @@ def _qualname_under(target: str, chain: ast.AST) -> str:
     """The qualname of an attribute chain whose root name is imported as `target`."""
     parts: list[str] = []
     while type(chain) is ast.Attribute:
-        parts.append(chain.attr)  # type: ignore[attr-defined]  # type() tested above
-        chain = chain.value  # type: ignore[attr-defined]  # type() tested above
+        parts.append(chain.attr)
+        chain = chain.value
     parts.append(target)
     return ".".join(reversed(parts))
 

@@ -101,7 +101,7 @@ def _block_references(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.A
                 candidates.append(keyword.value)
     for assign in block.assigns:
         if type(assign.value) is attribute:
-            candidates.append(assign.value)  # type: ignore[arg-type]  # type() tested above
+            candidates.append(assign.value)
     references: dict[str, list[ast.Attribute]] = {}
     seen: set[int] = set()
     for node in candidates:

@@ -32,9 +32,7 @@ def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
         # every typo starts with "req" in some case: the first letter spares most keywords
         # the full test (this loop sees every keyword argument of the file)
         typos = [
-            k
-            for k in call.keywords
-            if k.arg and k.arg[0] in "rR" and _is_requires_grad_typo(k.arg)
+            k for k in call.keywords if k.arg and k.arg[0] in "rR" and _is_requires_grad_typo(k.arg)
         ]
         if not typos or not _is_torch_call(ctx, call):
             continue
