@@ -368,9 +368,10 @@ class Semantics:
                 target = imports.get(root.id)
                 if target is None:
                     continue
-                # spelt here as `qualname` spells it, without memoising every callee's name
-                qualname = target if root is call.func else _qualname_under(target, call.func)
-                found.setdefault(qualname, []).append(call)
+                # `qualname` spelt without memoising every callee's dotted name (never None:
+                # the chain starts at a name)
+                dotted = dotted_name(call.func) or root.id
+                found.setdefault(target + dotted[len(root.id) :], []).append(call)
             block.qualnames = found
             block.qualnames_imports = imports  # never changed once merge_blocks returns
         return found
@@ -1103,16 +1104,6 @@ def _start(node: ast.AST) -> tuple[int, int]:
 def position(node: ast.AST) -> tuple[int, int]:
     """Where a node starts, (0, 0) for one without a position: the key of source order."""
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-
-
-def _qualname_under(target: str, chain: ast.AST) -> str:
-    """The qualname of an attribute chain whose root name is imported as `target`."""
-    parts: list[str] = []
-    while type(chain) is ast.Attribute:
-        parts.append(chain.attr)
-        chain = chain.value
-    parts.append(target)
-    return ".".join(reversed(parts))
 
 
 def dotted_name(node: ast.AST) -> str | None:

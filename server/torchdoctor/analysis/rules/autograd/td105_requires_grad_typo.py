@@ -29,11 +29,7 @@ TENSOR_FACTORY_METHODS = frozenset(
 def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     for call in sem.calls:
-        # every typo starts with "req" in some case: the first letter spares most keywords
-        # the full test (this loop sees every keyword argument of the file)
-        typos = [
-            k for k in call.keywords if k.arg and k.arg[0] in "rR" and _is_requires_grad_typo(k.arg)
-        ]
+        typos = [k for k in call.keywords if k.arg and _is_requires_grad_typo(k.arg)]
         if not typos or not _is_torch_call(ctx, call):
             continue
         has_correct = any(k.arg == REQUIRES_GRAD for k in call.keywords)
@@ -58,7 +54,7 @@ def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
                     (_rename_edit(ctx, name_span, after="="),),
                 )
             yield ctx.finding("TD105", name_span, message, fix)
-    if not any(name[0] in "rR" and _is_requires_grad_typo(name) for name in sem.identifiers()):
+    if not any(_is_requires_grad_typo(name) for name in sem.identifiers()):
         return  # no attribute of the file is spelt like one
     for assign in sem.assigns:
         targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
@@ -102,7 +98,9 @@ def _rename_edit(ctx: RuleContext, name: Span, before: str = "", after: str = ""
 
 
 def _is_requires_grad_typo(name: str) -> bool:
-    if name == REQUIRES_GRAD:
+    # every typo starts with "req" in some case: the first letter spares most names the rest
+    # (the rule asks this of every keyword argument and identifier of the file)
+    if name[:1] not in ("r", "R") or name == REQUIRES_GRAD:
         return False
     lowered = name.lower()
     if lowered in REQUIRES_GRAD_LOOKALIKES:
