@@ -170,6 +170,10 @@ class Semantics:
         for block in self._listed_blocks():
             yield from block.identifiers
 
+    def mentions(self, names: frozenset[str]) -> bool:
+        """Some block it lists spells one of `names` as a name, attribute or parameter."""
+        return any(not block.identifiers.isdisjoint(names) for block in self._listed_blocks())
+
     def _listed_blocks(self) -> list[BlockIndex]:
         return self._focus if self._focus is not None else self._blocks
 
@@ -1003,7 +1007,9 @@ class Gathered(Mapping[K, list[N]]):
     __slots__ = ("_every",)
 
     def __init__(self, parts: list[dict[K, list[N]]]) -> None:
-        self._every = self._merged(parts)
+        # a file analysed in one piece has one part: its groups serve as they are, uncopied
+        # (nothing writes to a group; a later version patches copies, see `of`)
+        self._every = parts[0] if len(parts) == 1 else self._merged(parts)
 
     @classmethod
     def of(

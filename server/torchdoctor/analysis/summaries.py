@@ -255,6 +255,26 @@ def computes_loss(sem: Semantics, value: ast.AST) -> bool:
     return False
 
 
+# the names a loss needs the file to spell: `outputs.loss`, a loss callee, a backward call
+_LOSS_SPELLINGS = frozenset({"loss", "backward", *LOSS_CALLEES})
+
+
+def may_compute_losses(sem: Semantics) -> bool:
+    """Whether `computes_loss` can hold anywhere in the file, or a backward call take a loss:
+    false for most library code, whose rules about losses can stop before their walks."""
+    whole = sem.whole
+    if whole.mentions(_LOSS_SPELLINGS) or ValueKind.CRITERION in whole.kinds.values():
+        return True
+    return any(
+        qualname == "torch.autograd.backward"
+        or (
+            qualname.startswith("torch.nn.functional.")
+            and qualname.endswith(LOSS_FUNCTION_SUFFIXES)
+        )
+        for qualname in whole.calls_by_qualname
+    )
+
+
 def returned_names(sem: Semantics, function: Function) -> frozenset[str]:
     """Dotted names a function's `return` statements hand back with their autograd history
     (`return total`, `return total / n`, `return {"loss": total}`). Memoised per function:

@@ -10,7 +10,13 @@ from ...context import RuleContext
 from ...dataflow import Definition, ScopeFlow, flow_of, names_with_history
 from ...findings import Finding, Fix, Severity, rule
 from ...semantics import Function, Loop, Semantics, ValueKind
-from ...summaries import computes_loss, in_no_grad, returned_names, summaries_of
+from ...summaries import (
+    computes_loss,
+    in_no_grad,
+    may_compute_losses,
+    returned_names,
+    summaries_of,
+)
 from ...training import function_scope, training_of
 from ...tree_walk import walk
 
@@ -24,6 +30,8 @@ from ...tree_walk import walk
 )
 def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
+    if not may_compute_losses(sem):
+        return  # every finding is the accumulation of a loss
     structure = training_of(sem)
     mentioned_in_backward = _NamesInBackward(sem, structure.backward_calls)
     backward_receivers = _backward_receivers_by_loop(sem, structure.backward_calls)

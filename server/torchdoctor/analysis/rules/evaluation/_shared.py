@@ -6,7 +6,7 @@ import ast
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ...context import RuleContext
 from ...dataflow import flow_of, names_with_history
@@ -62,7 +62,6 @@ class EvaluationLoop:
 
 @dataclass
 class EvaluationFacts:
-    loops: list[EvaluationLoop]
     resolved: dict[int, Function]  # call id -> the local function it runs
     calls_to_local: list[tuple[ast.Call, Function]]
     mode_functions: set[int]  # functions that call .train()/.eval(), directly or through helpers
@@ -146,22 +145,24 @@ OTHER_FRAMEWORKS = frozenset(
 
 
 def facts_of(ctx: RuleContext) -> EvaluationFacts:
-    """The evaluation facts: of the whole file, and the evaluation loops of the nodes the
-    rules visit (all of the file's, or those of a focused view's blocks)."""
-    sem = ctx.sem
-    cached: EvaluationFacts | None = sem.derived.get("evaluation:facts")
-    if cached is not None:
-        return cached
-    whole = sem.whole
-    base: EvaluationFacts | None = whole.derived.get("evaluation:file-facts")
-    if base is None:
-        base = whole.derived["evaluation:file-facts"] = _file_facts(whole)
-    facts = replace(base, loops=[])
-    sem.derived["evaluation:facts"] = facts
-    if sem.imports_framework_without_torch(OTHER_FRAMEWORKS):
-        return facts
-    _find_evaluation_loops(ctx, sem, facts)
+    """The evaluation facts of the whole file (for a focused view too)."""
+    whole = ctx.sem.whole
+    facts: EvaluationFacts | None = whole.derived.get("evaluation:file-facts")
+    if facts is None:
+        facts = whole.derived["evaluation:file-facts"] = _file_facts(whole)
     return facts
+
+
+def evaluation_loops(ctx: RuleContext) -> list[EvaluationLoop]:
+    """The evaluation loops of the nodes the rules visit (all of the file's, or those of a
+    focused view's blocks)."""
+    sem = ctx.sem
+    loops: list[EvaluationLoop] | None = sem.derived.get("evaluation:loops")
+    if loops is None:
+        loops = sem.derived["evaluation:loops"] = []
+        if not sem.imports_framework_without_torch(OTHER_FRAMEWORKS):
+            _find_evaluation_loops(ctx, sem, loops)
+    return loops
 
 
 def _file_facts(sem: Semantics) -> EvaluationFacts:
@@ -193,7 +194,6 @@ def _file_facts(sem: Semantics) -> EvaluationFacts:
         key for key, summary in summaries.by_function.items() if summary.switches_mode
     }
     facts = EvaluationFacts(
-        [],
         {id(call): called for call, called in calls_to_local},
         calls_to_local,
         mode_functions,
@@ -267,14 +267,19 @@ def _key(function: Function | None) -> int:
     return id(function) if function is not None else 0
 
 
-def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, facts: EvaluationFacts) -> None:
+def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, found: list[EvaluationLoop]) -> None:
     """Each model call goes to the outermost evaluation loop around it. Loops first: a file has
     far fewer loops than calls, and only the calls in evaluation loops are asked whether they
-    run a model."""
+    run a model. The cheap tests of a loop's look come first: the file's training facts are
+    built only when some loop passes them (most files have no loop that looks like one)."""
+    candidates = [loop for loop in sem.loops if _looks_like_evaluation_loop(sem, loop)]
+    if not candidates:
+        return
+    facts = facts_of(ctx)
     training = training_of(sem)
     claimed: set[int] = set()
     # in source order, an outer loop comes before the loops inside it
-    for loop in sem.loops:
+    for loop in candidates:
         if not _is_evaluation_loop(ctx, facts, loop):
             continue
         entry = EvaluationLoop(loop)
@@ -284,7 +289,7 @@ def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, facts: EvaluationFa
                 entry.model_calls.append(call)
         if entry.model_calls:
             entry.model_calls.sort(key=position)
-            facts.loops.append(entry)
+            found.append(entry)
 
 
 def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:
@@ -295,14 +300,18 @@ def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:
     return sem.tree
 
 
-def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) -> bool:
-    sem = ctx.sem
-    if facts.trains_in(loop):
-        return False
+def _looks_like_evaluation_loop(sem: Semantics, loop: Loop) -> bool:
+    """The cheap half of `_is_evaluation_loop`: what the loop and its function look like."""
     if loop.body and isinstance(loop.body[-1], ast.Break):
         return False  # one pass only (`for batch in loader: model(batch); break`): a warm-up
-    # each test is a pure condition: the cheap name test first
-    if not _looks_like_evaluation(sem, loop):
+    return _looks_like_evaluation(sem, loop)
+
+
+def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) -> bool:
+    """A loop that passed `_looks_like_evaluation_loop` and does not train. Each test is a
+    pure condition: the cheap ones first."""
+    sem = ctx.sem
+    if facts.trains_in(loop):
         return False
     if _loop_may_train(ctx, loop):
         return False

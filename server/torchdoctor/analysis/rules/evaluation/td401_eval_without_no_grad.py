@@ -11,7 +11,15 @@ from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...function_body import own_nodes
 from ...semantics import Function, Loop, Semantics, ValueKind, position
 from ...summaries import resolve_call
-from ._shared import GRAD_MANAGERS, call_sites, facts_of, grad_mode_at, is_model_call, model_of
+from ._shared import (
+    GRAD_MANAGERS,
+    call_sites,
+    evaluation_loops,
+    facts_of,
+    grad_mode_at,
+    is_model_call,
+    model_of,
+)
 
 
 def _grad_off_before(ctx: RuleContext, loop: Loop) -> bool:
@@ -132,7 +140,7 @@ def _function_runs_without_grad(ctx: RuleContext, function: Function, depth: int
 )
 def eval_without_no_grad(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    for entry in facts_of(ctx).loops:
+    for entry in evaluation_loops(ctx):
         loop = entry.loop
         calls = [c for c in entry.model_calls if grad_mode_at(sem, c) is None]
         if not calls:

@@ -14,6 +14,7 @@ from ...semantics import Function, Loop, Semantics, position
 from ._shared import (
     ModeEvent,
     call_sites,
+    evaluation_loops,
     facts_of,
     map_receiver,
     mode_events_in,
@@ -105,7 +106,7 @@ def _mode_layers_of_call(ctx: RuleContext, model_call: ast.Call) -> list[str]:
 )
 def eval_without_model_eval(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    for entry in facts_of(ctx).loops:
+    for entry in evaluation_loops(ctx):
         loop = entry.loop
         if any(event.mode != "train" for event in mode_events_inside(ctx, loop)):
             continue

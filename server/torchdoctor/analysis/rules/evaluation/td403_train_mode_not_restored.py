@@ -79,6 +79,9 @@ def _rebound_each_iteration(loop: Loop, model: str) -> bool:
 
 def _eval_events(ctx: RuleContext) -> Iterator[ModeEvent]:
     sem = ctx.sem
+    switches = sem.whole.calls_by_attr
+    if "eval" not in switches and "train" not in switches:
+        return  # every event is an `.eval()`/`.train()` call, or a call of a helper making one
     mode_functions = facts_of(ctx).mode_functions
     scopes: list[ast.AST] = [sem.tree, *(f for f in sem.functions if id(f) in mode_functions)]
     for scope in scopes:
