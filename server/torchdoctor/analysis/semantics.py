@@ -165,13 +165,15 @@ class Semantics:
         return list(chain.from_iterable(block.classes for block in self._listed_blocks()))
 
     def identifiers(self) -> Iterator[str]:
-        """Every name, attribute and parameter the blocks it lists mention (once per block):
-        a rule whose findings need a name the file never spells can stop before its walk."""
+        """Every name, attribute, parameter and keyword argument the blocks it lists mention
+        (once per block): a rule whose findings need a name the file never spells can stop
+        before its walk."""
         for block in self._listed_blocks():
             yield from block.identifiers
 
     def mentions(self, names: frozenset[str]) -> bool:
-        """Some block it lists spells one of `names` as a name, attribute or parameter."""
+        """Some block it lists spells one of `names` as a name, attribute, parameter or
+        keyword argument."""
         return any(not block.identifiers.isdisjoint(names) for block in self._listed_blocks())
 
     def _listed_blocks(self) -> list[BlockIndex]:
@@ -642,7 +644,8 @@ class BlockIndex:
     module_bindings: list[ast.AST]
     scope_bindings: dict[int, list[ast.AST]]
     imports: list[ast.Import | ast.ImportFrom]
-    # every name, attribute and parameter it mentions: where a dotted name can appear
+    # every name, attribute, parameter and keyword argument it mentions: where a dotted name
+    # can appear
     identifiers: frozenset[str]
     # its functions by name: methods (defined in a class body), and the others
     methods_by_name: dict[str, list[Function]]
@@ -728,6 +731,9 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
                     calls_by_name[func.id].append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
             elif kind is ast.arg:
                 identifiers.add(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            elif kind is ast.keyword:
+                if node.arg is not None:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+                    identifiers.add(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             elif kind in _BINDING_STATEMENTS:
                 scope = _binding_scope(node, parents)
                 if scope is not None:
@@ -1097,7 +1103,7 @@ _BINDING_STATEMENTS = _ASSIGNMENTS | _LOOPS | {ast.With, ast.AsyncWith, ast.Name
 _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
 # the node types index_block records something about
 _INDEXED = frozenset(
-    {ast.Attribute, ast.Call, ast.arg, ast.While, ast.Import, ast.ImportFrom}
+    {ast.Attribute, ast.Call, ast.arg, ast.keyword, ast.While, ast.Import, ast.ImportFrom}
     | _BINDING_STATEMENTS
     | _SCOPES
 )

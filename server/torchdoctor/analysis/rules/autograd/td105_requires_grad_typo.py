@@ -28,6 +28,8 @@ TENSOR_FACTORY_METHODS = frozenset(
 )
 def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
+    if not any(_is_requires_grad_typo(name) for name in sem.identifiers()):
+        return  # no keyword argument or attribute of the file is spelt like one
     for call in sem.calls:
         typos = [k for k in call.keywords if k.arg and _is_requires_grad_typo(k.arg)]
         if not typos or not _is_torch_call(ctx, call):
@@ -54,8 +56,6 @@ def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
                     (_rename_edit(ctx, name_span, after="="),),
                 )
             yield ctx.finding("TD105", name_span, message, fix)
-    if not any(_is_requires_grad_typo(name) for name in sem.identifiers()):
-        return  # no attribute of the file is spelt like one
     for assign in sem.assigns:
         targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
         for target in flat_targets(targets):

@@ -269,27 +269,29 @@ def _key(function: Function | None) -> int:
 
 def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, found: list[EvaluationLoop]) -> None:
     """Each model call goes to the outermost evaluation loop around it. Loops first: a file has
-    far fewer loops than calls, and only the calls in evaluation loops are asked whether they
-    run a model. The cheap tests of a loop's look come first: the file's training facts are
-    built only when some loop passes them (most files have no loop that looks like one)."""
-    candidates = [loop for loop in sem.loops if _looks_like_evaluation_loop(sem, loop)]
-    if not candidates:
-        return
-    facts = facts_of(ctx)
+    far fewer loops than calls. The cheap tests come first, each a pure condition: what the
+    loop looks like, then whether it calls a model; the file's training facts are built only
+    for a loop that passes both (most files have none)."""
     training = training_of(sem)
+    facts: EvaluationFacts | None = None
     claimed: set[int] = set()
     # in source order, an outer loop comes before the loops inside it
-    for loop in candidates:
+    for loop in sem.loops:
+        if not _looks_like_evaluation_loop(sem, loop):
+            continue
+        model_calls = [
+            call
+            for call in training.calls_in(loop)
+            if id(call) not in claimed and is_model_call(sem, call)
+        ]
+        if not model_calls:
+            continue
+        facts = facts or facts_of(ctx)
         if not _is_evaluation_loop(ctx, facts, loop):
             continue
-        entry = EvaluationLoop(loop)
-        for call in training.calls_in(loop):
-            if id(call) not in claimed and is_model_call(sem, call):
-                claimed.add(id(call))
-                entry.model_calls.append(call)
-        if entry.model_calls:
-            entry.model_calls.sort(key=position)
-            found.append(entry)
+        claimed.update(id(call) for call in model_calls)
+        model_calls.sort(key=position)
+        found.append(EvaluationLoop(loop, model_calls))
 
 
 def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:

@@ -68,6 +68,9 @@ LOSS_FUNCTIONS = {
     "torch.nn.functional.binary_cross_entropy": "bce",
 }
 LOSS_FUNCTION_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in LOSS_FUNCTIONS)
+# the last part of every qualname `loss_calls` looks for: a call of one spells it, or calls a
+# name imported as one
+_LOSS_LAST_NAMES = frozenset(LOSS_CLASSES) | LOSS_FUNCTION_NAMES
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,9 @@ def loss_calls(ctx: RuleContext) -> list[LossCall]:
     if cached is not None:
         return cached
     found: list[LossCall] = []
+    sem.derived["modules:loss_calls"] = found
+    if not _may_call_losses(sem):
+        return found
     criteria = names_assigned_losses(sem)
     last_parts = {name.rsplit(".", 1)[-1] for name in criteria}
     for call in sem.calls:
@@ -126,8 +132,16 @@ def loss_calls(ctx: RuleContext) -> list[LossCall]:
         argument = _input_argument(call)
         if argument is not None:
             found.append(LossCall(call, loss, argument, constructor, functional))
-    sem.derived["modules:loss_calls"] = found
     return found
+
+
+def _may_call_losses(sem: Semantics) -> bool:
+    """Whether the file can hold a loss call: it spells one of the losses' names, or imports
+    one under another name (`from torch.nn import CrossEntropyLoss as CE`)."""
+    whole = sem.whole
+    if whole.mentions(_LOSS_LAST_NAMES):
+        return True
+    return any(target.rsplit(".", 1)[-1] in _LOSS_LAST_NAMES for target in whole.imports.values())
 
 
 def names_assigned_losses(sem: Semantics) -> Mapping[str, list[ast.expr]]:

@@ -254,6 +254,9 @@ def self_assignments(ctx: RuleContext) -> list[SelfAssignment]:
         return cached
     classes = {id(cls) for cls in module_classes_of(sem)}
     found: list[SelfAssignment] = []
+    sem.derived["modules:self-assignments"] = found
+    if not classes:
+        return found  # no module class: nothing to walk
     for assign in sem.assigns:
         if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:
             continue
@@ -269,7 +272,6 @@ def self_assignments(ctx: RuleContext) -> list[SelfAssignment]:
         cls = sem.parent(method)
         if isinstance(cls, ast.ClassDef) and id(cls) in classes:
             found.append((assign, target, method, cls))
-    sem.derived["modules:self-assignments"] = found
     return found
 
 

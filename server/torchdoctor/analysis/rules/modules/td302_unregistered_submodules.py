@@ -11,7 +11,7 @@ from ...context import RuleContext
 from ...dataflow import flow_of
 from ...findings import Finding, Fix, Severity, rule
 from ...function_body import own_nodes
-from ...semantics import Function
+from ...semantics import Function, Semantics
 from .module_classes import (
     is_module_constructor,
     methods_in,
@@ -205,6 +205,8 @@ def _filled_with_modules(ctx: RuleContext, cls: ast.ClassDef, attr: str, kind: s
 def _local_list_of_modules(ctx: RuleContext, method: Function, value: ast.Name) -> str | None:
     """`layers = []`, `layers.append(nn.Linear(...))` in a loop, then `self.layers = layers`."""
     sem = ctx.sem
+    if not _appended_to_in(sem, method, value.id):
+        return None  # `self.dim = dim`: most names are no list, and the data flow costs more
     flow = flow_of(sem, method)
     definition = flow.reaching(value.id, value)
     if definition is None or definition.value is None:
@@ -240,6 +242,20 @@ def _local_list_of_modules(ctx: RuleContext, method: Function, value: ast.Name) 
                 continue
             return None  # used some other way (`nn.Sequential(*layers)` elsewhere, ...)
     return "list" if found else None
+
+
+def _appended_to_in(sem: Semantics, method: Function, name: str) -> bool:
+    """`name.append(...)` or `name.insert(...)` runs in the method's own body."""
+    calls = sem.whole.calls_by_attr
+    return any(
+        isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == name
+        and call.args
+        and sem.enclosing_function(call) is method
+        for attr in ("append", "insert")
+        for call in calls.get(attr, ())
+    )
 
 
 def _uses_methods(ctx: RuleContext, cls: ast.ClassDef, attr: str, methods: frozenset[str]) -> bool:
