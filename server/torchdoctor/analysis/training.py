@@ -4,9 +4,11 @@ applied and zeroed. Shared by the autograd, evaluation and data rules."""
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import islice
 from typing import TypeVar
 
 from .semantics import (
@@ -22,7 +24,6 @@ from .semantics import (
     position,
 )
 from .summaries import is_zeroing_scale
-from .tree_walk import child_nodes
 
 # `fill_`/`mul_` zero a gradient only with 0 (`mul_(1 / n)` averages it); `detach_` zeroes nothing
 ZEROING_ATTRS = ("zero_", "fill_", "mul_")
@@ -126,20 +127,12 @@ class TrainingStructure:
         return [call for call in self.sem.calls if _called_name(self.sem, call) in names]
 
     def calls_in(self, loop: Loop) -> list[ast.Call]:
-        """The calls in a loop's body (nested loops included, nested functions not), found by
-        walking that loop once when first asked: most loops are never asked about."""
+        """The calls in a loop's body (nested loops included, nested functions not), in source
+        order, found when first asked: most loops are never asked about."""
         cache: dict[int, list[ast.Call]] = self.sem.derived.setdefault("training:calls_in", {})
         found = cache.get(id(loop))
         if found is None:
-            found = cache[id(loop)] = []
-            stack: list[ast.AST] = [*loop.body]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, FUNCTION_NODES):
-                    continue
-                if isinstance(node, ast.Call):
-                    found.append(node)
-                stack.extend(child_nodes(node))
+            found = cache[id(loop)] = _calls_in_body(self.sem.whole, loop)
         return found
 
     def steps_in(self, loop: Loop) -> list[ast.Call]:
@@ -207,6 +200,26 @@ class TrainingStructure:
             for loop in self.sem.enclosing_loops(call):
                 seen.setdefault(id(loop), loop)
         return sorted(seen.values(), key=position)
+
+
+def _calls_in_body(sem: Semantics, loop: Loop) -> list[ast.Call]:
+    """The file's calls that start inside the loop's body, a run of its calls in source order
+    (found by position, not by walking every node of the body), less those under a function,
+    class or lambda defined there: they run when that is called, not in the iteration."""
+    calls = sem.calls
+    first, last = loop.body[0], loop.body[-1]
+    end = (last.end_lineno or last.lineno, last.end_col_offset or 0)
+    parents = sem.parents
+    found: list[ast.Call] = []
+    for call in islice(calls, bisect_left(calls, position(first), key=position), None):
+        if (call.lineno, call.col_offset) >= end:
+            break
+        node = parents.get(call)
+        while node is not loop and node is not None and not isinstance(node, FUNCTION_NODES):
+            node = parents.get(node)
+        if node is loop:
+            found.append(call)
+    return found
 
 
 def _called_name(sem: Semantics, call: ast.Call) -> str | None:

@@ -247,11 +247,12 @@ def _is_loss(
     definition = flow.reaching(name.id, name)
     if definition is None or definition.value is None:
         return False
-    if in_no_grad(sem, definition.node):
+    # pure conditions: the one most values fail first (most accumulations are no loss)
+    if not computes_loss(sem, definition.value):
         return False
-    if _computed_without_grad(ctx, flow, definition, 0):
-        return False
-    return computes_loss(sem, definition.value)
+    return not in_no_grad(sem, definition.node) and not _computed_without_grad(
+        ctx, flow, definition, 0
+    )
 
 
 def _computed_without_grad(

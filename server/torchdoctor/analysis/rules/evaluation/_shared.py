@@ -401,10 +401,8 @@ def _looks_like_evaluation(sem: Semantics, loop: Loop) -> bool:
         if isinstance(node, ast.Call):
             continue
         if isinstance(node, ast.Name | ast.Attribute):
-            if sem.kind_of(node) is ValueKind.LOADER:
-                return True
             name = node.id if isinstance(node, ast.Name) else node.attr
-            if DATA_NAME.search(name):
+            if DATA_NAME.search(name) or sem.kind_of(node) is ValueKind.LOADER:
                 return True
     return False
 
