@@ -18,6 +18,7 @@ from collections.abc import (
     Hashable,
     ItemsView,
     Iterator,
+    KeysView,
     Mapping,
     ValuesView,
 )
@@ -145,6 +146,9 @@ class Semantics:
     _kept_before: dict[str, Any] | None = field(default=None, repr=False)
     # the memos made by `node_memo`, by name
     _node_memos: dict[str, dict[int, tuple[ast.AST, Any]]] = field(default_factory=dict, repr=False)
+    # made for one analysis of a whole file (`build_semantics`): no later version reuses its
+    # blocks' facts, so they are kept without what an edit would check them against
+    one_shot: bool = field(default=False, repr=False)
 
     # The calls, assignments, loops and classes of the blocks it lists, in source order: made
     # when first asked for (an edit's analysis asks for none of the whole file's).
@@ -213,6 +217,12 @@ class Semantics:
         """One block's fact (see `per_block`): `kinds` is the file's kinds for a fact that
         reads them, else None; a fact that reads neither them nor the names (`reads_names`)
         is kept while the block is."""
+        if self.one_shot:
+            known = block.cached.get(name)
+            if known is None:
+                known = block.cached[name] = (None, None, build(self, block), None)
+            made: T = known[2]
+            return made
         key = self.names_key if reads_names or kinds is not None else None
         entry = block.cached.get(name)
         if entry is None or entry[0] is not key:
@@ -271,6 +281,10 @@ class Semantics:
         whole = self.whole
         found = whole._gathered_groups.get(name)
         if found is not None:
+            return found
+        if whole.one_shot:
+            parts = [whole.block_fact(block, name, part, None) for block in whole._blocks]
+            found = whole._gathered_groups[name] = Gathered(parts)
             return found
         before = whole._groups_before
         previous = before.get(name) if before is not None else None
@@ -806,18 +820,23 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
 
 
 def build_semantics(tree: ast.Module) -> Semantics:
-    return merge_blocks(tree, [index_block(tree.body)])
+    """The semantics of a file analysed once, as a whole (not version after version)."""
+    return merge_blocks(tree, [index_block(tree.body)], one_shot=True)
 
 
 def merge_blocks(
-    tree: ast.Module, blocks: list[BlockIndex], previous: Semantics | None = None
+    tree: ast.Module,
+    blocks: list[BlockIndex],
+    previous: Semantics | None = None,
+    *,
+    one_shot: bool = False,
 ) -> Semantics:
     """The semantics of a module whose body is the blocks' statements, in order. With the
     semantics of the previous version of the file, its parent links are taken over and
     changed where blocks came and went (40,000 links on 3,000 lines: building them again costs
     more than the rest of an edit), which leaves the previous version's links wrong; so are
     the file-wide facts that the blocks an edit changed leave as they were."""
-    sem = Semantics(tree, _blocks=blocks)
+    sem = Semantics(tree, _blocks=blocks, one_shot=one_shot)
     change: BlockChange | None = None
     if previous is not None:
         change = BlockChange.between(previous._blocks, blocks)
@@ -1082,6 +1101,9 @@ class Gathered(Mapping[K, list[N]]):
 
     def __len__(self) -> int:
         return len(self._every)
+
+    def keys(self) -> KeysView[K]:
+        return self._every.keys()  # the dict's own view: set operations on it run in C
 
     def items(self) -> ItemsView[K, list[N]]:
         return self._every.items()

@@ -4,12 +4,12 @@ spelling of another symbol through the aliases the file already has."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from ...context import RuleContext
 from ...semantics import BlockIndex, Semantics, position
-from .symbols import AMP_SYMBOLS, DEPRECATED, PRIVATE_ALIASES, REMOVED
+from .symbols import AMP_SYMBOLS, DEPRECATED, PRIVATE_ALIASES, PRIVATE_MODULES, REMOVED
 
 V2_TO_TENSOR = (
     "torchvision.transforms.v2.ToTensor",
@@ -21,6 +21,19 @@ V2_TO_TENSOR = (
 _REFERENCED_NAMES = frozenset(
     qualname.rsplit(".", 1)[-1]
     for qualname in (*REMOVED, *DEPRECATED, *AMP_SYMBOLS, *PRIVATE_ALIASES, *V2_TO_TENSOR)
+)
+# The packages of those symbols and of the private modules: a reference resolves through an
+# import, so a file that imports from none of them refers to nothing the checks look for.
+_REFERENCED_PACKAGES = frozenset(
+    qualname.partition(".")[0]
+    for qualname in (
+        *REMOVED,
+        *DEPRECATED,
+        *AMP_SYMBOLS,
+        *PRIVATE_ALIASES,
+        *PRIVATE_MODULES,
+        *V2_TO_TENSOR,
+    )
 )
 
 
@@ -68,6 +81,11 @@ def attribute_references(sem: Semantics) -> list[_Reference]:
     cached: list[_Reference] | None = whole.derived.get("api.references")
     if cached is not None:
         return cached
+    if not any(
+        target.partition(".")[0] in _REFERENCED_PACKAGES for target in whole.imports.values()
+    ):
+        whole.derived["api.references"] = []
+        return []
     # found block by block, kept on each block while the imports stay, and grouped by what
     # they name across versions (an edit is cheap)
     groups = whole.gathered("api.references", _block_references, reads_names=True)
@@ -140,10 +158,11 @@ def imported_qualnames(node: ast.ImportFrom) -> Iterator[tuple[ast.alias, str]]:
             yield alias, f"{node.module}.{alias.name}"
 
 
-def imports_any(ctx: RuleContext, wanted: Iterable[str], text_hints: tuple[str, ...] = ()) -> bool:
+def imports_any(
+    ctx: RuleContext, wanted: Collection[str], text_hints: tuple[str, ...] = ()
+) -> bool:
     """Cheap test before walking for import statements: does any import bind a wanted name?"""
-    wanted_set = set(wanted)
-    if any(target in wanted_set for target in ctx.sem.imports.values()):
+    if any(target in wanted for target in ctx.sem.imports.values()):
         return True
     return any(hint in ctx.doc.text for hint in text_hints)
 

@@ -32,6 +32,8 @@ from .version_guards import unless_compat
 
 # Removed functions whose name is a module now: only a call is a mistake.
 MODULES_NOW = frozenset({"torch.fft"})
+_LISTED = frozenset(REMOVED) | frozenset(DEPRECATED)
+_REMOVED_MODULE_NAMES = tuple(REMOVED_MODULES)
 
 
 def _applies(version: Version, since: Version | None) -> bool:
@@ -69,8 +71,10 @@ def _symbol_message(symbol: ApiSymbol, code: str, imported: bool = False) -> str
 def api_symbol_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
     sem = ctx.sem
     version = ctx.torch_version
-    tables = (REMOVED, DEPRECATED)
-    for table in tables:
+    called = sem.calls_by_qualname.keys()
+    for table in (REMOVED, DEPRECATED):
+        if called.isdisjoint(table):
+            continue  # one set operation: most files call nothing listed
         for qualname, listed in table.items():
             calls = sem.calls_by_qualname.get(qualname)
             if not calls or _code_for(listed, version) != code:
@@ -98,8 +102,7 @@ def api_symbol_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
         if fix is None and _reached_through_reported_import(sem, reference.node, code, version):
             continue
         yield from unless_compat(ctx, code, reference.node, _symbol_message(symbol, code), fix)
-    wanted = [*REMOVED, *DEPRECATED]
-    if not imports_any(ctx, wanted, text_hints=tuple(REMOVED_MODULES)):
+    if not imports_any(ctx, _LISTED, text_hints=_REMOVED_MODULE_NAMES):
         return
     for node in import_nodes(ctx):
         if isinstance(node, ast.Import):

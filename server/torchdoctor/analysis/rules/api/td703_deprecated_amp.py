@@ -30,7 +30,9 @@ def deprecated_amp(ctx: RuleContext) -> Iterator[Finding]:
     # Names whose uses are reported: those uses carry the fix (the device argument goes into
     # the call), so the `from torch.cuda.amp import ...` that bound them is not reported again.
     reported_names: set[str] = set()
-    for qualname, (kind, device) in AMP_SYMBOLS.items():
+    # one set operation first: most files call no amp symbol
+    called = [] if sem.calls_by_qualname.keys().isdisjoint(AMP_SYMBOLS) else AMP_SYMBOLS.items()
+    for qualname, (kind, device) in called:
         for call in sem.calls_by_qualname.get(qualname, []):
             fix = _amp_call_fix(ctx, call, kind, device)
             for finding in unless_compat(

@@ -22,6 +22,8 @@ from .symbols import LEGACY_REDUCTION_LOSSES
 )
 def deprecated_loss_args(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
+    if sem.calls_by_qualname.keys().isdisjoint(LEGACY_REDUCTION_LOSSES):
+        return  # one set operation: most files build no loss with these arguments
     for qualname in sorted(LEGACY_REDUCTION_LOSSES):
         for call in sem.calls_by_qualname.get(qualname, []):
             legacy = [k for k in call.keywords if k.arg in ("size_average", "reduce")]

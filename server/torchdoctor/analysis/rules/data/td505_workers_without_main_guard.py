@@ -53,8 +53,8 @@ def workers_without_main_guard(ctx: RuleContext) -> Iterator[Finding]:
         # a notebook kernel's `__main__` has no file for spawned workers to import again: a
         # guard changes nothing there (workers need the dataset defined in an imported module)
         return
-    if _forces_fork(sem):
-        return
+    if not loader_calls(sem) or _forces_fork(sem):
+        return  # no DataLoader, no worker
     sites = _WorkerStarts(ctx).unguarded_module_sites()
     # The first place is where the re-imported script breaks; one guard fixes every later one.
     for node in sites[:1]:
