@@ -38,6 +38,7 @@ INIT_METHODS = frozenset(
 NOT_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_", "record_stream"})
 PARAMETER_ATTRIBUTES = ("weight", "bias", "running_mean", "running_var")
 PARAMETER_ITERATORS = ("parameters", "named_parameters", "buffers", "named_buffers")
+_DATA = frozenset({"data"})
 
 
 @rule(
@@ -72,6 +73,8 @@ def data_attribute(ctx: RuleContext) -> Iterator[Finding]:
 def _data_writes(ctx: RuleContext) -> Iterator[tuple[ast.AST, ast.Attribute, str]]:
     """(node, the `x.data` attribute written through, form) for every write through `.data`."""
     sem = ctx.sem
+    if not sem.mentions(_DATA):
+        return  # no `.data` anywhere in the blocks
     for attr, calls in sem.calls_by_attr.items():
         if not attr.endswith("_") or attr.startswith("_") or attr in NOT_WRITES:
             continue

@@ -216,6 +216,7 @@ def _requires_grad(node: ast.AST) -> bool:
 
 
 DEVICE_METHODS = frozenset({"to", "cuda", "cpu", "type_as"})
+_FACTORY_QUALNAMES = frozenset(f"torch.{name}" for name in TENSOR_FACTORIES)
 
 
 @rule(
@@ -226,6 +227,8 @@ DEVICE_METHODS = frozenset({"to", "cuda", "cpu", "type_as"})
     fixable=True,
 )
 def tensor_attribute_not_buffer(ctx: RuleContext) -> Iterator[Finding]:
+    if ctx.sem.whole.calls_by_qualname.keys().isdisjoint(_FACTORY_QUALNAMES):
+        return  # every tensor expression starts at a call of a torch factory
     reported: set[tuple[int, str]] = set()
     for assign, target, method, cls in self_assignments(ctx):
         if method.name != "__init__" or (id(cls), target.attr) in reported:
