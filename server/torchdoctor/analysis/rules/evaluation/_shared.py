@@ -270,24 +270,26 @@ def _key(function: Function | None) -> int:
 def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, found: list[EvaluationLoop]) -> None:
     """Each model call goes to the outermost evaluation loop around it. Loops first: a file has
     far fewer loops than calls. The cheap tests come first, each a pure condition: what the
-    loop looks like, then whether it calls a model; the file's training facts are built only
-    for a loop that passes both (most files have none)."""
+    loop looks like (the file's training facts are built only once a loop passes it: most
+    files have none), whether it trains, whether it calls a model, then the rest."""
     training = training_of(sem)
     facts: EvaluationFacts | None = None
     claimed: set[int] = set()
     # in source order, an outer loop comes before the loops inside it
     for loop in sem.loops:
+        if facts is not None and facts.trains_in(loop):
+            continue  # the cheapest test, once the facts are there (training code: most loops)
         if not _looks_like_evaluation_loop(sem, loop):
+            continue
+        facts = facts or facts_of(ctx)
+        if facts.trains_in(loop):
             continue
         model_calls = [
             call
             for call in training.calls_in(loop)
             if id(call) not in claimed and is_model_call(sem, call)
         ]
-        if not model_calls:
-            continue
-        facts = facts or facts_of(ctx)
-        if not _is_evaluation_loop(ctx, facts, loop):
+        if not model_calls or not _is_evaluation_loop(ctx, facts, loop):
             continue
         claimed.update(id(call) for call in model_calls)
         model_calls.sort(key=position)
@@ -310,11 +312,9 @@ def _looks_like_evaluation_loop(sem: Semantics, loop: Loop) -> bool:
 
 
 def _is_evaluation_loop(ctx: RuleContext, facts: EvaluationFacts, loop: Loop) -> bool:
-    """A loop that passed `_looks_like_evaluation_loop` and does not train. Each test is a
-    pure condition: the cheap ones first."""
+    """The rest of the tests of a loop that looks like evaluation, has no training step in
+    it and calls a model. Each test is a pure condition: the cheap ones first."""
     sem = ctx.sem
-    if facts.trains_in(loop):
-        return False
     if _loop_may_train(ctx, loop):
         return False
     if _in_training_step(ctx, facts, loop) or _feeds_later_training(ctx, facts, loop):
