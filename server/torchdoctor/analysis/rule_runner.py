@@ -59,15 +59,19 @@ class RuleRun:
 
 def run_rule(rule: Rule, context: RuleContext) -> RuleRun:
     """The rule's findings, or none and the record of what it raised."""
-    code = rule.info.code
+    return RuleRun(*_run(rule, context))
+
+
+def _run(rule: Rule, context: RuleContext) -> tuple[list[Finding], InternalError | None]:
     try:
-        return RuleRun(list(rule.check(context)))
+        return list(rule.check(context)), None
     except RecursionError:
         # absurdly deep expressions: a limit of the tree walk, not a bug worth reporting
-        log.warning("%s skipped on %s: expression nesting too deep", code, context.doc.path)
-        return RuleRun([])
+        path = context.doc.path
+        log.warning("%s skipped on %s: expression nesting too deep", rule.info.code, path)
+        return [], None
     except Exception as exception:  # any bug in one rule must not cost the others
-        return RuleRun([], InternalError.of(code, context.doc.path, exception))
+        return [], InternalError.of(rule.info.code, context.doc.path, exception)
 
 
 _collector: ContextVar[list[InternalError] | None] = ContextVar(
@@ -79,14 +83,15 @@ def findings_of(rule: Rule, context: RuleContext) -> list[Finding]:
     """What the engine calls per rule: `run_rule`, with a crash added to the records of the
     `collecting_internal_errors()` block around the analysis; logged when there is none, since
     nobody else will report it."""
-    outcome = run_rule(rule, context)
-    if outcome.error is not None:
+    # the pair, not a RuleRun: the engine asks this of every rule for every file
+    findings, error = _run(rule, context)
+    if error is not None:
         records = _collector.get()
         if records is not None:
-            records.append(outcome.error)  # the collector's owner reports it, once
+            records.append(error)  # the collector's owner reports it, once
         else:
-            log.error("%s\n%s", outcome.error.describe(), outcome.error.traceback)
-    return outcome.findings
+            log.error("%s\n%s", error.describe(), error.traceback)
+    return findings
 
 
 @contextmanager
