@@ -59,6 +59,22 @@ def flow_of(sem: Semantics, scope: ast.AST) -> ScopeFlow:
     return flow
 
 
+def assigned_plainly(sem: Semantics, scope: ast.AST, name: str) -> bool:
+    """Some `name = value` or `name: T = value` statement of the scope binds `name`: without
+    one, no definition of it is such an assignment, and its data flow need not be built."""
+    for statement in _binding_statements(sem.whole, scope):
+        if isinstance(statement, ast.Assign):
+            if len(statement.targets) == 1:
+                target = statement.targets[0]
+                if isinstance(target, ast.Name) and target.id == name:
+                    return True
+        elif isinstance(statement, ast.AnnAssign):
+            target = statement.target
+            if isinstance(target, ast.Name) and target.id == name:
+                return True
+    return False
+
+
 def _binding_statements(sem: Semantics, scope: ast.AST) -> list[ast.AST]:
     """The statements binding names in `scope`: recorded by the semantics walk for the module
     and function bodies; found by walking for any other scope a caller asks about."""

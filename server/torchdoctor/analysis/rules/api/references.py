@@ -22,6 +22,11 @@ _REFERENCED_NAMES = frozenset(
     qualname.rsplit(".", 1)[-1]
     for qualname in (*REMOVED, *DEPRECATED, *AMP_SYMBOLS, *PRIVATE_ALIASES, *V2_TO_TENSOR)
 )
+# What a reference the checks look for spells: one of those last names, or the private part of
+# a private module's path (`torch.distributed._tensor.DTensor`).
+_REFERENCE_SPELLINGS = _REFERENCED_NAMES | frozenset(
+    part for module in PRIVATE_MODULES for part in module.split(".") if part.startswith("_")
+)
 # The packages of those symbols and of the private modules: a reference resolves through an
 # import, so a file that imports from none of them refers to nothing the checks look for.
 _REFERENCED_PACKAGES = frozenset(
@@ -98,6 +103,8 @@ def attribute_references(sem: Semantics) -> list[_Reference]:
 
 
 def _block_references(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Attribute]]:
+    if block.identifiers.isdisjoint(_REFERENCE_SPELLINGS):
+        return {}  # one set operation spares most blocks the look at every argument
     candidates: list[ast.AST] = []
     for function in block.functions:
         candidates.extend(function.decorator_list)

