@@ -359,12 +359,13 @@ def _zeroing_in_block(sem: Semantics, block: BlockIndex) -> list[ast.AST]:
             nodes.extend(call for call in calls if is_zeroing(sem, call))
         elif attr in ZEROING_ATTRS:
             nodes.extend(call for call in calls if is_zeroing(sem, call) and is_zeroing_scale(call))
-    for call in block.calls:
-        if isinstance(call.func, ast.Name) and "zero_grad" in call.func.id:
-            nodes.append(call)
-    for assign in block.assigns:
-        if not isinstance(assign, ast.AugAssign) and is_zeroing(sem, assign):
-            nodes.append(assign)
+    for name, calls in block.calls_by_name.items():
+        if "zero_grad" in name:
+            nodes.extend(calls)
+    if "grad" in block.identifiers:  # `p.grad = None` spells it
+        for assign in block.assigns:
+            if not isinstance(assign, ast.AugAssign) and is_zeroing(sem, assign):
+                nodes.append(assign)
     return sorted(nodes, key=position)
 
 

@@ -44,7 +44,9 @@ def torchvision_pretrained(ctx: RuleContext) -> Iterator[Finding]:
         key = _hub_builder_key(call)
         if key is not None:
             yield from _pretrained_findings(ctx, call, key, positional=False)
-    if "__dict__" in ctx.doc.text or "getattr" in ctx.doc.text:
+    looked_up = "__dict__" in ctx.doc.text or "getattr" in ctx.doc.text
+    # a looked-up builder resolves to `torchvision.models`: only through a torchvision import
+    if looked_up and any(t.partition(".")[0] == "torchvision" for t in sem.imports.values()):
         for call in sem.calls:
             if not call.keywords:  # only `pretrained=` is reported on a looked-up builder
                 continue

@@ -36,7 +36,8 @@ def private_api(ctx: RuleContext) -> Iterator[Finding]:
     # use public), else at the first use, with one fix for all of them.
     uses: dict[str, list[ast.expr]] = {}
     for qualname, calls in sem.calls_by_qualname.items():
-        if _public_twin(qualname, version) is not None:
+        # the cheap half of `_public_twin` first: most called names are not private at all
+        if _maybe_private(qualname) and _public_twin(qualname, version) is not None:
             uses.setdefault(qualname, []).extend(call.func for call in calls)
     for reference in attribute_references(sem):
         if _public_twin(reference.qualname, version) is not None:
@@ -90,6 +91,13 @@ def _reached_through_private_import(sem: Semantics, node: ast.AST, version: Vers
     if target is None or target == root.id:
         return False  # `import torch`: no narrower import to point at
     return _public_twin(target, version) is not None or _public_module(target, version) is not None
+
+
+_PRIVATE_MODULE_NAMES = tuple(PRIVATE_MODULES)
+
+
+def _maybe_private(qualname: str) -> bool:
+    return qualname in PRIVATE_ALIASES or qualname.startswith(_PRIVATE_MODULE_NAMES)
 
 
 def _public_twin(qualname: str, version: Version) -> str | None:
