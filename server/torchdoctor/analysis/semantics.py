@@ -721,26 +721,32 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     # or two), which costs less than carrying a scope with every node of the file.
     nodes: list[ast.AST] = list(statements)
     push = nodes.append
+    mention = identifiers.add
     for node in nodes:
         kind = type(node)
         if kind is ast.Name:
-            identifiers.add(node.id)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            mention(node.id)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             continue  # nothing below a name but its context
         if kind is ast.Constant:
             continue  # a ninth of all nodes: nothing below it, nothing to record
+        if kind is ast.Attribute:
+            # a ninth of all nodes, with one child: read without the loop over fields
+            mention(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            value = node.value  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            parents[value] = node
+            push(value)
+            continue
         fields = CHILD_FIELDS.get(kind)
         if fields is None:
             fields = child_fields(kind)
         if kind in _INDEXED:  # one look-up spares most nodes the chain of tests below
-            if kind is ast.Attribute:
-                identifiers.add(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-            elif kind is ast.Call:
+            if kind is ast.Call:
                 calls.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
             elif kind is ast.arg:
-                identifiers.add(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+                mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             elif kind is ast.keyword:
                 if node.arg is not None:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-                    identifiers.add(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+                    mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             elif kind in _BINDING_STATEMENTS:
                 binding_nodes.append(node)
                 if kind in _ASSIGNMENTS:
@@ -1132,7 +1138,7 @@ _BINDING_STATEMENTS = _ASSIGNMENTS | _LOOPS | {ast.With, ast.AsyncWith, ast.Name
 _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
 # the node types index_block records something about
 _INDEXED = frozenset(
-    {ast.Attribute, ast.Call, ast.arg, ast.keyword, ast.While, ast.Import, ast.ImportFrom}
+    {ast.Call, ast.arg, ast.keyword, ast.While, ast.Import, ast.ImportFrom}
     | _BINDING_STATEMENTS
     | _SCOPES
 )
