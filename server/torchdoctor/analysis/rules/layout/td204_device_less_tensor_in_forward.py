@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...semantics import Function, Semantics, ValueKind
-from ...tree_walk import walk
+from ...tree_walk import child_nodes, walk
 from ._shared import is_tensor_call, used_as_tensor
 
 SIZE_ATTRIBUTES = ("shape", "ndim", "dtype", "device", "is_cuda", "layout")
@@ -129,7 +129,18 @@ def _moved_right_away(ctx: RuleContext, call: ast.Call) -> bool:
 
 
 def _input_names(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The forward's tensor inputs and the names computed from them (not their sizes)."""
+    """The forward's tensor inputs and the names computed from them (not their sizes): found
+    once per forward, however many tensors it creates."""
+    key = f"layout:input-names:{id(function)}"
+    found: set[str] | None = ctx.sem.derived.get(key)
+    if found is None:
+        found = ctx.sem.derived[key] = _find_input_names(ctx, function)
+    return found
+
+
+def _find_input_names(
+    ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> set[str]:
     arguments = function.args
     names = {
         a.arg
@@ -172,7 +183,7 @@ def _derives_from(ctx: RuleContext, expr: ast.AST, names: set[str]) -> bool:
                 return True
         if isinstance(node, ast.Name) and node.id in names:
             return True
-        pending.extend(ast.iter_child_nodes(node))
+        pending.extend(child_nodes(node))
     return False
 
 
