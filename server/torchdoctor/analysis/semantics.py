@@ -787,15 +787,15 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     for call in calls:
         func = call.func
         if type(func) is ast.Attribute:
-            group = calls_by_attr.get(func.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            group = calls_by_attr.get(func.attr)
             if group is None:
-                calls_by_attr[func.attr] = [call]  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+                calls_by_attr[func.attr] = [call]
             else:
                 group.append(call)
         elif type(func) is ast.Name:
-            group = calls_by_name.get(func.id)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            group = calls_by_name.get(func.id)
             if group is None:
-                calls_by_name[func.id] = [call]  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+                calls_by_name[func.id] = [call]
             else:
                 group.append(call)
     bindings: dict[int, list[ast.AST]] = defaultdict(list)
@@ -1156,14 +1156,18 @@ def position(node: ast.AST) -> tuple[int, int]:
 def dotted_name(node: ast.AST) -> str | None:
     """`a.b.c` for an attribute chain that starts at a name; else None (not memoised: use
     `Semantics.dotted` for nodes of the analysed tree)."""
+    # exact type tests: the parser makes no subclasses, and this runs for most callees
+    if type(node) is ast.Name:
+        return node.id
     parts: list[str] = []
-    while isinstance(node, ast.Attribute):
+    while type(node) is ast.Attribute:
         parts.append(node.attr)
         node = node.value
-    if not isinstance(node, ast.Name):
+    if type(node) is not ast.Name:
         return None
     parts.append(node.id)
-    return ".".join(reversed(parts))
+    parts.reverse()
+    return ".".join(parts)
 
 
 def _record_import(sem: Semantics, node: ast.Import | ast.ImportFrom) -> None:

@@ -30,8 +30,8 @@ from ...tree_walk import walk
 )
 def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    if not may_compute_losses(sem):
-        return  # every finding is the accumulation of a loss
+    if not sem.loops or not may_compute_losses(sem):
+        return  # every finding is the accumulation of a loss, in a loop
     structure = training_of(sem)
     mentioned_in_backward = _NamesInBackward(sem, structure.backward_calls)
     backward_receivers = _backward_receivers_by_loop(sem, structure.backward_calls)
