@@ -24,7 +24,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import chain
 from typing import Any, TypeVar
 
@@ -1344,8 +1344,13 @@ def _kind_of_value(sem: Semantics, value: ast.AST) -> ValueKind | None:
     if dotted in sem.module_classes:
         return ValueKind.MODEL
     qualname = sem.qualname(func)
-    if qualname is None:
-        return None
+    return None if qualname is None else _kind_of_qualname(qualname)
+
+
+@lru_cache(maxsize=4096)
+def _kind_of_qualname(qualname: str) -> ValueKind | None:
+    """What calling the imported `qualname` makes; a pure function of the name, kept for the
+    names every file calls again (`torch.cat`, `nn.Linear`)."""
     last = qualname.rsplit(".", 1)[-1]
     # before the model factories: `transformers.get_linear_schedule_with_warmup` is under a
     # package whose every other export is taken for a model

@@ -7,6 +7,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ...context import RuleContext
 from ...dataflow import flow_of, names_with_history
@@ -23,7 +24,7 @@ from ...semantics import (
 )
 from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
 from ...training import is_backward_call, is_optimizer_step, training_of
-from ...tree_walk import walk
+from ...tree_walk import child_nodes
 
 EVALUATION_FUNCTION = re.compile(
     r"(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing"
@@ -392,19 +393,27 @@ def _containers_filled_in(sem: Semantics, loop: Loop) -> set[str]:
 
 def _looks_like_evaluation(sem: Semantics, loop: Loop) -> bool:
     function = sem.enclosing_function(loop)
-    if function is not None and not function.name.startswith("test_"):
-        if EVALUATION_FUNCTION.search(function.name):
-            return True
+    if function is not None and _evaluation_function_name(function.name):
+        return True
     if not isinstance(loop, ast.For | ast.AsyncFor):
         return False
-    for node in walk(loop.iter):
-        if isinstance(node, ast.Call):
-            continue
-        if isinstance(node, ast.Name | ast.Attribute):
-            name = node.id if isinstance(node, ast.Name) else node.attr
+    # any name or attribute in the iterable (`val_loader`, `self.test_batches`, a loader)
+    pending: list[ast.AST] = [loop.iter]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is ast.Name or kind is ast.Attribute:
+            name = node.id if kind is ast.Name else node.attr  # type: ignore[attr-defined]  # type() tested above
             if DATA_NAME.search(name) or sem.kind_of(node) is ValueKind.LOADER:
                 return True
+        pending.extend(child_nodes(node))
     return False
+
+
+@lru_cache(maxsize=1024)
+def _evaluation_function_name(name: str) -> bool:
+    """A function named for evaluation (a pure test of the name, asked for each loop)."""
+    return not name.startswith("test_") and EVALUATION_FUNCTION.search(name) is not None
 
 
 def _in_training_step(ctx: RuleContext, facts: EvaluationFacts, node: ast.AST) -> bool:
