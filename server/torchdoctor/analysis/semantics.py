@@ -736,13 +736,24 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             parents[value] = node
             push(value)
             continue
+        if kind is ast.Call:
+            # a tenth of all nodes: its three fields read directly
+            calls.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
+            func = node.func  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            parents[func] = node
+            push(func)
+            for item in node.args:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+                parents[item] = node
+                push(item)
+            for item in node.keywords:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+                parents[item] = node
+                push(item)
+            continue
         fields = CHILD_FIELDS.get(kind)
         if fields is None:
             fields = child_fields(kind)
         if kind in _INDEXED:  # one look-up spares most nodes the chain of tests below
-            if kind is ast.Call:
-                calls.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-            elif kind is ast.arg:
+            if kind is ast.arg:
                 mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             elif kind is ast.keyword:
                 if node.arg is not None:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
@@ -1138,9 +1149,7 @@ _BINDING_STATEMENTS = _ASSIGNMENTS | _LOOPS | {ast.With, ast.AsyncWith, ast.Name
 _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
 # the node types index_block records something about
 _INDEXED = frozenset(
-    {ast.Call, ast.arg, ast.keyword, ast.While, ast.Import, ast.ImportFrom}
-    | _BINDING_STATEMENTS
-    | _SCOPES
+    {ast.arg, ast.keyword, ast.While, ast.Import, ast.ImportFrom} | _BINDING_STATEMENTS | _SCOPES
 )
 
 
