@@ -749,15 +749,19 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
                 parents[item] = node
                 push(item)
             continue
+        if kind is ast.keyword:
+            if node.arg is not None:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+                mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            value = node.value  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            parents[value] = node
+            push(value)
+            continue
         fields = CHILD_FIELDS.get(kind)
         if fields is None:
             fields = child_fields(kind)
         if kind in _INDEXED:  # one look-up spares most nodes the chain of tests below
             if kind is ast.arg:
                 mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-            elif kind is ast.keyword:
-                if node.arg is not None:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
-                    mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             elif kind in _BINDING_STATEMENTS:
                 binding_nodes.append(node)
                 if kind in _ASSIGNMENTS:
@@ -1149,7 +1153,7 @@ _BINDING_STATEMENTS = _ASSIGNMENTS | _LOOPS | {ast.With, ast.AsyncWith, ast.Name
 _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
 # the node types index_block records something about
 _INDEXED = frozenset(
-    {ast.arg, ast.keyword, ast.While, ast.Import, ast.ImportFrom} | _BINDING_STATEMENTS | _SCOPES
+    {ast.arg, ast.While, ast.Import, ast.ImportFrom} | _BINDING_STATEMENTS | _SCOPES
 )
 
 
