@@ -88,6 +88,8 @@ def _data_writes(ctx: RuleContext) -> Iterator[tuple[ast.AST, ast.Attribute, str
                 yield call, receiver, "call"
     for assign in sem.assigns:
         targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        if len(targets) == 1 and type(targets[0]) is ast.Name:
+            continue  # `x = ...`, most assignments: no attribute written
         for target in flat_targets(targets):
             form = "assign"
             while isinstance(target, ast.Subscript):

@@ -78,8 +78,9 @@ STATELESS_NN_CLASSES = frozenset(
 
 
 def self_parameter(function: Function) -> str | None:
-    arguments = [*function.args.posonlyargs, *function.args.args]
-    return arguments[0].arg if arguments else None
+    arguments = function.args
+    first = arguments.posonlyargs or arguments.args
+    return first[0].arg if first else None
 
 
 def methods_in(cls: ast.ClassDef) -> list[Function]:

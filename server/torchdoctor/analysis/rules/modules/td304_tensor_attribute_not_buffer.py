@@ -233,10 +233,16 @@ def tensor_attribute_not_buffer(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.sem.whole.calls_by_qualname.keys().isdisjoint(_FACTORY_QUALNAMES):
         return  # every tensor expression starts at a call of a torch factory
     reported: set[tuple[int, str]] = set()
+    moves_itself: dict[int, bool] = {}  # per class: it defines `_apply` or `to`
     for assign, target, method, cls in self_assignments(ctx):
         if method.name != "__init__" or (id(cls), target.attr) in reported:
             continue
-        if method_named(cls, "_apply") is not None or method_named(cls, "to") is not None:
+        custom = moves_itself.get(id(cls))
+        if custom is None:
+            custom = moves_itself[id(cls)] = (
+                method_named(cls, "_apply") is not None or method_named(cls, "to") is not None
+            )
+        if custom:
             continue
         value = assign.value
         assert value is not None
