@@ -306,7 +306,8 @@ def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:
 
 
 def _looks_like_evaluation_loop(sem: Semantics, loop: Loop) -> bool:
-    """The cheap half of `_is_evaluation_loop`: what the loop and its function look like."""
+    """The cheap tests of an evaluation loop, asked first: what the loop and its function look
+    like (the rest is `_is_evaluation_loop`)."""
     if loop.body and isinstance(loop.body[-1], ast.Break):
         return False  # one pass only (`for batch in loader: model(batch); break`): a warm-up
     return _looks_like_evaluation(sem, loop)
