@@ -863,7 +863,9 @@ def merge_blocks(
     semantics of the previous version of the file, its parent links are taken over and
     changed where blocks came and went (40,000 links on 3,000 lines: building them again costs
     more than the rest of an edit), which leaves the previous version's links wrong; so are
-    the file-wide facts that the blocks an edit changed leave as they were."""
+    the file-wide facts that the blocks an edit changed leave as they were. With `one_shot`
+    (a file analysed once), the blocks' facts are kept without what an edit would check them
+    against."""
     sem = Semantics(tree, _blocks=blocks, one_shot=one_shot)
     change: BlockChange | None = None
     if previous is not None:
