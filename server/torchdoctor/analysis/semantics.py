@@ -433,10 +433,15 @@ class Semantics:
     def call_qualname(self, call: ast.Call) -> str | None:
         return self.qualname(call.func)
 
+    def imported_packages(self) -> frozenset[str]:
+        """The top-level packages the file's imports bind names from (`torch` for
+        `from torch.nn import functional as F`)."""
+        return frozenset(qualname.partition(".")[0] for qualname in self.imports.values())
+
     def imports_framework_without_torch(self, frameworks: Collection[str]) -> bool:
         """The file imports one of `frameworks` (top-level package names) and nothing from
         torch: its loops follow that framework's rules, not torch's."""
-        roots = {qualname.split(".", 1)[0] for qualname in self.imports.values()}
+        roots = self.imported_packages()
         return "torch" not in roots and not roots.isdisjoint(frameworks)
 
     def name_bound_to(self, target: str, *, plain_first: bool = False) -> str | None:
@@ -802,17 +807,16 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     for call in calls:
         func = call.func
         if type(func) is ast.Attribute:
-            group = calls_by_attr.get(func.attr)
-            if group is None:
-                calls_by_attr[func.attr] = [call]
-            else:
-                group.append(call)
+            groups, callee = calls_by_attr, func.attr
         elif type(func) is ast.Name:
-            group = calls_by_name.get(func.id)
-            if group is None:
-                calls_by_name[func.id] = [call]
-            else:
-                group.append(call)
+            groups, callee = calls_by_name, func.id
+        else:
+            continue
+        group = groups.get(callee)
+        if group is None:
+            groups[callee] = [call]
+        else:
+            group.append(call)
     bindings: dict[int, list[ast.AST]] = defaultdict(list)
     for node in binding_nodes:
         scope = _binding_scope(node, parents)

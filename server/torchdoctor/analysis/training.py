@@ -132,8 +132,17 @@ class TrainingStructure:
         cache: dict[int, list[ast.Call]] = self.sem.derived.setdefault("training:calls_in", {})
         found = cache.get(id(loop))
         if found is None:
-            found = cache[id(loop)] = _calls_in_body(self.sem.whole, loop)
+            found = cache[id(loop)] = _calls_in_body(self._calls_around(loop), self.sem, loop)
         return found
+
+    def _calls_around(self, loop: Loop) -> list[ast.Call]:
+        """The calls of the blocks this structure's semantics lists when they hold the loop
+        (an edit's: a keystroke never gathers the whole file's calls), else the file's."""
+        sem = self.sem
+        listed: set[int] | None = sem.derived.get("training:listed-loops")
+        if listed is None:
+            listed = sem.derived["training:listed-loops"] = {id(each) for each in sem.loops}
+        return sem.calls if id(loop) in listed else sem.whole.calls
 
     def steps_in(self, loop: Loop) -> list[ast.Call]:
         """The optimizer steps that run in `loop` (directly or in a loop inside it)."""
@@ -204,11 +213,11 @@ class TrainingStructure:
         return sorted(seen.values(), key=position)
 
 
-def _calls_in_body(sem: Semantics, loop: Loop) -> list[ast.Call]:
-    """The file's calls that start inside the loop's body, a run of its calls in source order
-    (found by position, not by walking every node of the body), less those under a function,
-    class or lambda defined there: they run when that is called, not in the iteration."""
-    calls = sem.calls
+def _calls_in_body(calls: list[ast.Call], sem: Semantics, loop: Loop) -> list[ast.Call]:
+    """Of `calls` (in source order, the loop's among them), those that start inside the loop's
+    body, a run of them found by position rather than by walking every node of the body, less
+    those under a function, class or lambda defined there: they run when that is called, not
+    in the iteration."""
     first, last = loop.body[0], loop.body[-1]
     end = (last.end_lineno or last.lineno, last.end_col_offset or 0)
     parents = sem.parents

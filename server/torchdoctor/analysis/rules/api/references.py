@@ -86,9 +86,7 @@ def attribute_references(sem: Semantics) -> list[_Reference]:
     cached: list[_Reference] | None = whole.derived.get("api.references")
     if cached is not None:
         return cached
-    if not any(
-        target.partition(".")[0] in _REFERENCED_PACKAGES for target in whole.imports.values()
-    ):
+    if whole.imported_packages().isdisjoint(_REFERENCED_PACKAGES):
         whole.derived["api.references"] = []
         return []
     # found block by block, kept on each block while the imports stay, and grouped by what

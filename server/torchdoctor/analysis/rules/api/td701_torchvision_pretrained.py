@@ -46,7 +46,7 @@ def torchvision_pretrained(ctx: RuleContext) -> Iterator[Finding]:
             yield from _pretrained_findings(ctx, call, key, positional=False)
     looked_up = "__dict__" in ctx.doc.text or "getattr" in ctx.doc.text
     # a looked-up builder resolves to `torchvision.models`: only through a torchvision import
-    if looked_up and any(t.partition(".")[0] == "torchvision" for t in sem.imports.values()):
+    if looked_up and "torchvision" in sem.imported_packages():
         for call in sem.calls:
             if not call.keywords:  # only `pretrained=` is reported on a looked-up builder
                 continue

@@ -24,7 +24,7 @@ from ...semantics import (
 )
 from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
 from ...training import is_backward_call, is_optimizer_step, training_of
-from ...tree_walk import child_nodes
+from ...tree_walk import walk
 
 EVALUATION_FUNCTION = re.compile(
     r"(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing"
@@ -399,15 +399,11 @@ def _looks_like_evaluation(sem: Semantics, loop: Loop) -> bool:
     if not isinstance(loop, ast.For | ast.AsyncFor):
         return False
     # any name or attribute in the iterable (`val_loader`, `self.test_batches`, a loader)
-    pending: list[ast.AST] = [loop.iter]
-    while pending:
-        node = pending.pop()
-        kind = type(node)
-        if kind is ast.Name or kind is ast.Attribute:
-            name = node.id if kind is ast.Name else node.attr  # type: ignore[attr-defined]  # type() tested above
+    for node in walk(loop.iter):
+        if isinstance(node, ast.Name | ast.Attribute):
+            name = node.id if isinstance(node, ast.Name) else node.attr
             if DATA_NAME.search(name) or sem.kind_of(node) is ValueKind.LOADER:
                 return True
-        pending.extend(child_nodes(node))
     return False
 
 

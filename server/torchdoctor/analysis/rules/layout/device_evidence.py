@@ -40,8 +40,7 @@ def targets_accelerator(sem: Semantics) -> bool:
 
 
 def _scan_for_accelerator(sem: Semantics) -> bool:
-    roots = {qualname.split(".", 1)[0] for qualname in sem.imports.values()}
-    if not roots.isdisjoint(ACCELERATOR_PACKAGES):
+    if not sem.imported_packages().isdisjoint(ACCELERATOR_PACKAGES):
         return True
     if sem.method_calls("cuda"):
         return True

@@ -4,14 +4,16 @@ not moved by .to(), not saved."""
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 from ...context import RuleContext
 from ...dataflow import flow_of
 from ...findings import Finding, Fix, Severity, rule
 from ...function_body import own_nodes
-from ...semantics import Function, Semantics
+from ...semantics import Function, Semantics, position
 from .module_classes import (
     is_module_constructor,
     methods_in,
@@ -245,17 +247,25 @@ def _local_list_of_modules(ctx: RuleContext, method: Function, value: ast.Name) 
 
 
 def _appended_to_in(sem: Semantics, method: Function, name: str) -> bool:
-    """`name.append(...)` or `name.insert(...)` runs in the method's own body."""
-    calls = sem.whole.calls_by_attr
-    return any(
-        isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Name)
-        and call.func.value.id == name
-        and call.args
-        and sem.enclosing_function(call) is method
-        for attr in ("append", "insert")
-        for call in calls.get(attr, ())
-    )
+    """`name.append(...)` or `name.insert(...)` runs in the method's own body: looked for
+    among the file's calls of those methods that lie within the method's lines."""
+    start = position(method)
+    end = (method.end_lineno or method.lineno, method.end_col_offset or 0)
+    for attr in ("append", "insert"):
+        calls = sem.whole.calls_by_attr.get(attr, [])
+        for call in islice(calls, bisect_left(calls, start, key=position), None):
+            if position(call) >= end:
+                break
+            func = call.func
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == name
+                and call.args
+                and sem.enclosing_function(call) is method
+            ):
+                return True
+    return False
 
 
 def _uses_methods(ctx: RuleContext, cls: ast.ClassDef, attr: str, methods: frozenset[str]) -> bool:

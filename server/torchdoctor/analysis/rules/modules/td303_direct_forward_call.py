@@ -127,8 +127,7 @@ FOREIGN_NETWORK_PACKAGES = frozenset(
 
 
 def _imports_foreign_networks(sem: Semantics) -> bool:
-    roots = {qualname.split(".", 1)[0] for qualname in sem.imports.values()}
-    return not roots.isdisjoint(FOREIGN_NETWORK_PACKAGES)
+    return not sem.imported_packages().isdisjoint(FOREIGN_NETWORK_PACKAGES)
 
 
 # methods an nn.Module has and the other objects with a `forward()` method do not
