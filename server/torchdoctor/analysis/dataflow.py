@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import NamedTuple
 
 from .semantics import FUNCTION_NODES, Semantics, dotted_name, position
 from .tree_walk import child_nodes
@@ -15,8 +17,10 @@ GRAPH_CUTTING_METHODS = frozenset({"item", "detach", "tolist", "numpy", "detach_
 GRAPH_CUTTING_FUNCTIONS = frozenset({"float", "int", "bool", "len", "str", "round"})
 
 
-@dataclass(frozen=True)
-class Definition:
+class Definition(NamedTuple):
+    """One binding of a name (a named tuple: a flow makes thousands, and a frozen dataclass's
+    constructor costs four times as much)."""
+
     name: str
     node: ast.AST  # the statement (Assign, AugAssign, For, With, arguments) that binds the name
     value: ast.expr | None  # the assigned expression, when there is one
@@ -168,8 +172,11 @@ def _build_flow(scope: ast.AST, statements: list[ast.AST]) -> ScopeFlow:
         elif isinstance(node, ast.NamedExpr):
             bind(node.target, node, node.value, _end(node))
     for bindings in definitions.values():
-        bindings.sort(key=lambda d: d.position)
+        bindings.sort(key=_definition_position)
     return flow
+
+
+_definition_position = attrgetter("position")
 
 
 def names_with_history(expr: ast.AST) -> list[ast.Name]:

@@ -97,12 +97,13 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
     definition = flow.reaching(receiver.id, call)
     if definition is None or not _is_computed(definition):
         return None
-    if _is_engine_backward(receiver, definition, call) or _used_as_engine(ctx, receiver, call):
+    if _is_engine_backward(receiver, definition, call):
         return None
     loop = loops[0]
     if any(sem.in_loop(d.node, loop) or d.node is loop for d in flow.definitions[receiver.id]):
-        return None
-    if not _has_history(ctx, definition):
+        return None  # the common case: the loss is computed in the loop
+    # pure tests; this one last: the first asks about every call of the file
+    if not _has_history(ctx, definition) or _used_as_engine(ctx, receiver, call):
         return None
     message = (
         f"`{receiver.id}` is computed once, before this loop, but `.backward()` runs on every "

@@ -44,21 +44,21 @@ def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
             continue
         if _defined_in_iteration(ctx, target_name, statement, loop):
             continue
-        function = sem.enclosing_function(value)
-        if mentioned_in_backward.mentions(function, target_name):
-            continue  # the sum or list is back-propagated on purpose
-        method = "item" if kind == "sum" else "detach"
         losses = [
             n for n in names_with_history(value) if _is_loss(ctx, n, loop, backward_receivers)
         ]
-        # asked last: it reads the whole function, and most accumulations are not losses
-        if not losses:
-            if _is_direct_loss(ctx, value) and not _returned_as_loss(
-                ctx, function, target_name, loop
-            ):
-                yield _direct_loss_finding(ctx, value, target_name, method)
+        # pure tests, the one most accumulations fail first: most accumulate no loss
+        if not losses and not _is_direct_loss(ctx, value):
             continue
+        function = sem.enclosing_function(value)
+        if mentioned_in_backward.mentions(function, target_name):
+            continue  # the sum or list is back-propagated on purpose
+        # asked last: it reads the whole function
         if _returned_as_loss(ctx, function, target_name, loop):
+            continue
+        method = "item" if kind == "sum" else "detach"
+        if not losses:
+            yield _direct_loss_finding(ctx, value, target_name, method)
             continue
         names = ", ".join(dict.fromkeys(f"`{n.id}`" for n in losses))
         message = (

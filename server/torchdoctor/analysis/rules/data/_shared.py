@@ -193,19 +193,42 @@ def _sites_by_scope(
     places: list[tuple[ast.AST, IterationSite]] = [
         (loop, IterationSite(node, loop)) for loop, node in loop_index(sem)[1].get(dotted, [])
     ]
-    for call in calls_passing(sem, dotted):
-        func = call.func
-        if (
-            isinstance(func, ast.Name)
-            and func.id in ITERATING_BUILTINS
-            and call.args
-            and sem.dotted(call.args[0]) == dotted
-            and not _inside_loop_header(sem, call)
-        ):
-            places.append((call, IterationSite(call, None)))
+    for call in _iterating_builtin_calls(sem):
+        if sem.dotted(call.args[0]) == dotted and not _inside_loop_header(sem, call):
+            site = IterationSite(call, None)
+            # once per argument that passes the name, as the index of passed names lists it
+            places.extend((call, site) for _ in range(_times_passed(sem, call, dotted)))
     for number, (place, site) in enumerate(places):
         found.setdefault(binding_scope(sem, dotted, place), []).append((number, site))
     return found
+
+
+def _iterating_builtin_calls(sem: Semantics) -> list[ast.Call]:
+    """`iter(x)`, `list(x)`, `tuple(x)`, `sorted(x)` with an argument, in source order: found
+    among the calls by name (a few) rather than through every call's arguments."""
+    found: list[ast.Call] | None = sem.derived.get("data:iterating-builtin-calls")
+    if found is None:
+        calls_by_name = sem.calls_by_name
+        found = sorted(
+            (
+                call
+                for name in ITERATING_BUILTINS
+                if name in calls_by_name
+                for call in calls_by_name[name]
+                if call.args
+            ),
+            key=position,
+        )
+        sem.derived["data:iterating-builtin-calls"] = found
+    return found
+
+
+def _times_passed(sem: Semantics, call: ast.Call, dotted: str) -> int:
+    return sum(
+        1
+        for value in [*call.args, *(k.value for k in call.keywords)]
+        if isinstance(value, ast.Name | ast.Attribute) and sem.dotted(value) == dotted
+    )
 
 
 def _inside_loop_header(sem: Semantics, node: ast.AST) -> bool:

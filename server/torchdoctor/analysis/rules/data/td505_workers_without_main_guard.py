@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from collections.abc import Iterator
 
 from ...bindings import (
@@ -20,7 +21,7 @@ from ...expressions import last_name
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...indentation import indent_lines, indent_unit
 from ...loader_calls import Arguments, loader_calls
-from ...semantics import BlockIndex, Function, Gathered, Semantics
+from ...semantics import BlockIndex, Function, Gathered, Semantics, position
 from ._shared import (
     binding_scope,
     in_main_guard,
@@ -249,7 +250,12 @@ class _WorkerStarts:
         if self.loaders:
             module_calls = sem.whole.gathered("data:module-level-calls", module_level_calls)
             for call in module_calls.get("", ()):
-                if self._may_call_local(call) and self.call_starts(call):
+                # the guard is asked first: a guarded call is dropped below whatever it starts
+                if (
+                    self._may_call_local(call)
+                    and not in_main_guard(sem, call)
+                    and self.call_starts(call)
+                ):
                     sites.append(call)
         unique: dict[int, ast.expr] = {}
         for node in sites:
@@ -269,9 +275,32 @@ def calls_by_function(sem: Semantics, block: BlockIndex) -> dict[int, list[ast.C
 
 
 def module_level_calls(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
-    """The block's calls outside any function, class body or lambda, under one key."""
-    found = [call for call in block.calls if at_module_level(sem, call)]
+    """The block's calls outside any function, class body or lambda, under one key. Of a
+    top-level `def` or `class`, only the header's calls (decorators, defaults, bases) can be:
+    the body's are passed over by position, unclimbed."""
+    calls = block.calls
+    found: list[ast.Call] = []
+    for statement in block.statements:
+        start = bisect_left(calls, _header_start(statement), key=position)
+        if type(statement) in _DEFINITIONS:
+            end = bisect_left(calls, position(statement.body[0]), lo=start, key=position)  # type: ignore[attr-defined]  # a definition has a body
+        else:
+            end = bisect_left(calls, _end_of(statement), lo=start, key=position)
+        found.extend(call for call in calls[start:end] if at_module_level(sem, call))
     return {"": found} if found else {}
+
+
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+
+
+def _header_start(statement: ast.stmt) -> tuple[int, int]:
+    """Where a statement's first call can be: its first decorator's line for a definition."""
+    decorators = getattr(statement, "decorator_list", None)
+    return position(decorators[0]) if decorators else position(statement)
+
+
+def _end_of(statement: ast.stmt) -> tuple[int, int]:
+    return (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
 
 
 def _main_guard_fix(ctx: RuleContext, node: ast.AST) -> Fix | None:
