@@ -10,7 +10,6 @@ import ast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torchdoctor.analysis import Config, Document, analyse
-from torchdoctor.analysis.assigned_calls import assignments_by_target
 from torchdoctor.analysis.bindings import module_functions
 from torchdoctor.analysis.blocks import scan
 from torchdoctor.analysis.incremental import IncrementalAnalyser
@@ -273,6 +272,23 @@ def test_a_change_another_block_depends_on_analyses_the_file_again() -> None:
     assert "TD403" in {finding.code for finding in after} - {finding.code for finding in before}
 
 
+def test_a_fix_spells_torch_as_a_fresh_analysis_does_after_an_import_is_repeated() -> None:
+    """`import torch` added again below `import torch as T` reorders the names bound to torch
+    without changing them: the fix then writes `torch.inference_mode()`, as it does for the
+    file opened afresh, not the `T.` of the version before."""
+    text = (
+        "import torch\nimport torch as T\n\n\n"
+        "def check(model, loader):\n    for x in loader:\n        model(x)\n"
+    )
+    analyser = IncrementalAnalyser(PATH)
+    analyser.analyse(text, ALL)
+    edited = text.replace("as T\n", "as T\nimport torch\n")
+    _, after = analyser.analyse(edited, ALL)
+    assert after == analyse(Document.parse(edited, PATH), ALL)
+    titles = {f.fix.title for f in after if f.code == "TD401" and f.fix is not None}
+    assert titles == {"Wrap the loop in `with torch.inference_mode():`"}
+
+
 @given(
     st.lists(st.sampled_from(["a", "b", ""]), max_size=12),
     st.lists(st.sampled_from(["a", "b", ""]), max_size=12),
@@ -372,8 +388,8 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
             assert {k: located(v) for k, v in getattr(carried, groups).items()} == {
                 k: located(v) for k, v in getattr(fresh, groups).items()
             }
-        assert {k: located(v) for k, v in assignments_by_target(carried).items()} == {
-            k: located(v) for k, v in assignments_by_target(fresh).items()
+        assert {k: located(v) for k, v in carried.assignments_by_target().items()} == {
+            k: located(v) for k, v in fresh.assignments_by_target().items()
         }
         assert {k: located(v) for k, v in names_assigned_losses(carried).items()} == {
             k: located(v) for k, v in names_assigned_losses(fresh).items()

@@ -6,11 +6,10 @@ looked through."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
 
 from .context import RuleContext
 from .dataflow import flow_of
-from .semantics import BlockIndex, Semantics, dotted_name
+from .semantics import Semantics
 from .training import function_scope
 
 MOVES = ("to", "cuda", "cpu", "float", "double", "half", "train", "eval")
@@ -42,7 +41,7 @@ def assigned_call(sem: Semantics, node: ast.AST) -> ast.Call | None:
         method = sem.enclosing_function(node)
         cls = sem.parent(method) if method is not None else None
         found: list[ast.AST] = []
-        for assign in assignments_by_target(sem).get(dotted, []):
+        for assign in single_assignments_to(sem, dotted):
             assert assign.value is not None
             if dotted.startswith("self."):
                 owner = sem.enclosing_function(assign)
@@ -80,26 +79,14 @@ def _reaching_value(sem: Semantics, name: ast.Name) -> ast.AST | None:
     return definition.value
 
 
-def assignments_by_target(sem: Semantics) -> Mapping[str, list[ast.Assign | ast.AnnAssign]]:
-    """Single-target assignments by their dotted target (of the whole file, even for a view
-    focused on some blocks)."""
-    return sem.gathered("modules:assignments", _block_assignments)
-
-
-def _block_assignments(
-    sem: Semantics, block: BlockIndex
-) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
-    index: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
-    for assign in block.assigns:
-        if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:
-            continue
-        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
-        if len(targets) != 1:
-            continue
-        dotted = dotted_name(targets[0])
-        if dotted is not None:
-            index.setdefault(dotted, []).append(assign)
-    return index
+def single_assignments_to(sem: Semantics, dotted: str) -> list[ast.Assign | ast.AnnAssign]:
+    """The assignments with a value and a single target that bind `dotted`, in the whole file
+    (even for a view focused on some blocks), in source order."""
+    return [
+        assign
+        for assign in sem.whole.assignments_to(dotted)
+        if type(assign) is ast.AnnAssign or len(assign.targets) == 1  # type: ignore[union-attr]  # type() tested first
+    ]
 
 
 def definition_of(ctx: RuleContext, node: ast.AST) -> ast.Call | None:

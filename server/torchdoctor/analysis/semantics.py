@@ -623,7 +623,18 @@ class Semantics:
     def assigned_values(self, dotted: str) -> list[ast.expr]:
         """Every value assigned to a dotted name anywhere in the file (`self.scheduler` → its
         calls), augmented assignments left out."""
-        return list(self.gathered("semantics:assigned", _assigned_in_block).get(dotted, ()))
+        return [assign.value for assign in self.assignments_to(dotted)]  # type: ignore[misc]  # assignments_to keeps those with a value
+
+    def assignments_to(self, dotted: str) -> list[ast.Assign | ast.AnnAssign]:
+        """The assignments with a value that bind a dotted name anywhere in the file, in source
+        order (an assignment to it twice, `x = x = v`, listed twice)."""
+        found = self.assignments_by_target().get(dotted)
+        return found if found is not None else []
+
+    def assignments_by_target(self) -> Mapping[str, list[ast.Assign | ast.AnnAssign]]:
+        """The file's assignments with a value by each dotted name they bind (`assignments_to`),
+        gathered block by block (an edit gathers the blocks it changed again)."""
+        return self.gathered("semantics:assignments", _assignments_in_block)
 
     def is_optimizer(self, node: ast.AST) -> bool:
         return self.kind_of(node) is ValueKind.OPTIMIZER
@@ -933,7 +944,10 @@ def merge_blocks(
     # Recorded last to first: when a name is imported twice, the first import is what it means.
     for import_node in reversed(sem.import_statements):
         _record_import(sem, import_node)
-    imports_kept = previous is not None and previous.imports == sem.imports
+    # in the same order too: `name_bound_to` answers with the first name bound to a target
+    imports_kept = previous is not None and list(previous.imports.items()) == list(
+        sem.imports.items()
+    )
     if imports_kept:
         assert previous is not None
         sem.imports = previous.imports  # the same object: blocks compare it by identity
@@ -1167,6 +1181,13 @@ _INDEXED = frozenset(
 _start: Callable[[ast.AST], tuple[int, int]] = operator.attrgetter("lineno", "col_offset")
 
 
+def call_order(call: ast.Call) -> tuple[int, int, int, int]:
+    """The order of a file's call list (`Semantics.calls`), for calls picked from its groups:
+    by start, and of two calls that start together (`f(x).g()`), the outer first (it ends
+    later)."""
+    return (call.lineno, call.col_offset, -(call.end_lineno or 0), -(call.end_col_offset or 0))
+
+
 def position(node: ast.AST) -> tuple[int, int]:
     """Where a node starts, (0, 0) for one without a position: the key of source order."""
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
@@ -1245,22 +1266,18 @@ KindSource = ValueKind | str
 BlockKinds = tuple[list[tuple[tuple[str, ...], KindSource]], list[tuple[str, ValueKind]]]
 
 
-def _assigned_in_block(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.expr]]:
-    return _assigned_by_name(block.assigns)
-
-
-def _assigned_by_name(
-    assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign],
-) -> dict[str, list[ast.expr]]:
-    index: dict[str, list[ast.expr]] = {}
-    for assign in assigns:
-        if isinstance(assign, ast.AugAssign) or assign.value is None:
+def _assignments_in_block(
+    sem: Semantics, block: BlockIndex
+) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
+    index: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
+    for assign in block.assigns:
+        if type(assign) is ast.AugAssign or assign.value is None:
             continue
-        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        targets = assign.targets if type(assign) is ast.Assign else [assign.target]  # type: ignore[union-attr]  # type() tested above
         for target in targets:
             name = dotted_name(target)
             if name is not None:
-                index.setdefault(name, []).append(assign.value)
+                index.setdefault(name, []).append(assign)  # type: ignore[arg-type]  # type() tested above
     return index
 
 

@@ -19,6 +19,7 @@ from .semantics import (
     Loop,
     Semantics,
     ValueKind,
+    call_order,
     dotted_name,
     is_zeroing,
     position,
@@ -102,21 +103,25 @@ class TrainingStructure:
                 names.add(function.name)
         pending = list(names)
         while pending:  # callers of a zeroing function zero gradients too
-            for call in self._calls_by_called_name.get(pending.pop(), []):
+            for call in self._calls_by_called_name(pending.pop()):
                 function = self.sem.enclosing_function(call)
                 if function is not None and function.name not in names:
                     names.add(function.name)
                     pending.append(function.name)
         return names
 
-    @cached_property
-    def _calls_by_called_name(self) -> dict[str, list[ast.Call]]:
-        index: dict[str, list[ast.Call]] = {}
-        for call in self.sem.calls:
-            name = _called_name(self.sem, call)
-            if name is not None:
-                index.setdefault(name, []).append(call)
-        return index
+    def _calls_by_called_name(self, name: str) -> list[ast.Call]:
+        """The calls that may run a local function `name`, `name(...)` and `x.name(...)`, in
+        source order, found among the calls grouped by callee. Not an optimizer step
+        (`opt.step()`, `scaler.step(opt)`): it runs torch's even where the file defines a `step`
+        of its own that zeroes gradients (`Trainer.step(loss)`)."""
+        sem = self.sem
+        found = list(sem.calls_by_name.get(name, ()))
+        by_attribute = sem.calls_by_attr.get(name, ())
+        if by_attribute:
+            found.extend(call for call in by_attribute if not is_optimizer_step(sem, call))
+            found.sort(key=call_order)
+        return found
 
     @cached_property
     def zeroing_helper_calls(self) -> list[ast.Call]:
@@ -124,7 +129,11 @@ class TrainingStructure:
         names = self.zeroing_functions
         if not names:
             return []
-        return [call for call in self.sem.calls if _called_name(self.sem, call) in names]
+        if len(names) == 1:
+            return self._calls_by_called_name(next(iter(names)))
+        found = [call for name in names for call in self._calls_by_called_name(name)]
+        found.sort(key=call_order)
+        return found
 
     def calls_in(self, loop: Loop) -> list[ast.Call]:
         """The calls in a loop's body (nested loops included, nested functions not), in source
@@ -231,16 +240,6 @@ def _calls_in_body(calls: list[ast.Call], sem: Semantics, loop: Loop) -> list[as
         if node is loop:
             found.append(call)
     return found
-
-
-def _called_name(sem: Semantics, call: ast.Call) -> str | None:
-    """The name by which a call may run a local function; none for an optimizer step
-    (`opt.step()`, `scaler.step(opt)`), which runs torch's even where the file defines a `step`
-    of its own that zeroes gradients (`Trainer.step(loss)`)."""
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return None if is_optimizer_step(sem, call) else func.attr
-    return func.id if isinstance(func, ast.Name) else None
 
 
 def is_backward_call(sem: Semantics, call: ast.Call) -> bool:

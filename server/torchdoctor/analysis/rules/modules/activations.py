@@ -7,12 +7,12 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...assigned_calls import assignments_by_target, definition_of, without_moves
+from ...assigned_calls import definition_of, single_assignments_to, without_moves
 from ...context import RuleContext
 from ...dataflow import flow_of
 from ...findings import Edit, Fix, Span
 from ...function_body import own_nodes
-from ...semantics import BlockIndex, Semantics
+from ...semantics import BlockIndex, Semantics, call_order
 from ...training import function_scope, statement_list_of
 from .module_classes import built_from, constructor_name, local_class, method_named, nn_class_name
 
@@ -102,7 +102,7 @@ def loss_calls(ctx: RuleContext) -> list[LossCall]:
         return found
     criteria = names_assigned_losses(sem)
     last_parts = {name.rsplit(".", 1)[-1] for name in criteria}
-    for call in sem.calls:
+    for call in _may_be_loss_calls(sem, LOSS_FUNCTION_NAMES | last_parts):
         func = call.func
         loss: str | None = None
         constructor: ast.Call | None = None
@@ -132,6 +132,19 @@ def loss_calls(ctx: RuleContext) -> list[LossCall]:
         argument = _input_argument(call)
         if argument is not None:
             found.append(LossCall(call, loss, argument, constructor, functional))
+    return found
+
+
+def _may_be_loss_calls(sem: Semantics, names: frozenset[str] | set[str]) -> list[ast.Call]:
+    """In the order of `sem.calls`, the calls `loss_calls` can take: of a called call
+    (`nn.CrossEntropyLoss()(out, y)`), or of a callee spelt with one of `names` (the last
+    parts of the functional losses and of the names assigned loss modules), found in the
+    calls grouped by callee."""
+    found = [call for call in sem.calls if type(call.func) is ast.Call]
+    for name in names:
+        found.extend(sem.calls_by_attr.get(name, ()))
+        found.extend(sem.calls_by_name.get(name, ()))
+    found.sort(key=call_order)
     return found
 
 
@@ -249,7 +262,7 @@ def origin_of(
         possible = sem.derived.get(key)
         if possible is None:
             possible = sem.derived[key] = any(
-                _could_originate(ctx, a.value) for a in assignments_by_target(sem).get(expr.id, [])
+                _could_originate(ctx, a.value) for a in single_assignments_to(sem, expr.id)
             )
         if not possible:
             return None  # no assignment anywhere could make it an activation output

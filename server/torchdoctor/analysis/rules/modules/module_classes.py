@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ...assigned_calls import assigned_call, assignments_by_target, without_moves
+from ...assigned_calls import assigned_call, single_assignments_to, without_moves
 from ...context import RuleContext
 from ...function_body import own_nodes
 from ...semantics import MODULE_BASES, Function, Semantics
@@ -172,7 +172,7 @@ def built_from(sem: Semantics, node: ast.AST) -> str | None:
     dotted = sem.dotted(node)
     if isinstance(node, ast.Name) and dotted is not None:
         function = sem.enclosing_function(node)
-        assigns = assignments_by_target(sem).get(dotted, [])
+        assigns = single_assignments_to(sem, dotted)
         if function is not None and _is_parameter(function, dotted):
             if not any(sem.enclosing_function(a) is function for a in assigns):
                 return None  # whatever the caller passes
