@@ -24,7 +24,7 @@ from ...semantics import (
 )
 from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
 from ...training import is_backward_call, is_optimizer_step, training_of
-from ...tree_walk import walk
+from ...tree_walk import child_nodes
 
 EVALUATION_FUNCTION = re.compile(
     r"(^|_)(eval|evaluate|evaluation|evaluator|valid|validate|validation|val|test|testing"
@@ -398,13 +398,37 @@ def _looks_like_evaluation(sem: Semantics, loop: Loop) -> bool:
         return True
     if not isinstance(loop, ast.For | ast.AsyncFor):
         return False
-    # any name or attribute in the iterable (`val_loader`, `self.test_batches`, a loader)
-    for node in walk(loop.iter):
-        if isinstance(node, ast.Name | ast.Attribute):
-            name = node.id if isinstance(node, ast.Name) else node.attr
-            if DATA_NAME.search(name) or sem.kind_of(node) is ValueKind.LOADER:
-                return True
+    # any name or attribute in the iterable (`val_loader`, `self.test_batches`, a loader); only
+    # an assignment makes a name a loader (`kind_of`), so the names assigned one are asked.
+    # Walked by hand, in any order (the answer is whether one matches): asked of every loop,
+    # whose iterable is a few nodes, where a generator and a queue cost more than the nodes
+    loaders = _loader_names(sem)
+    pending: list[ast.AST] = [loop.iter]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            name = node.id  # type: ignore[attr-defined]  # type() tested above
+        elif kind is ast.Attribute:
+            name = node.attr  # type: ignore[attr-defined]  # type() tested above
+            pending.append(node.value)  # type: ignore[attr-defined]  # type() tested above
+        else:
+            pending.extend(child_nodes(node))
+            continue
+        if DATA_NAME.search(name) or (loaders and sem.dotted(node) in loaders):
+            return True
     return False
+
+
+def _loader_names(sem: Semantics) -> frozenset[str]:
+    """The names this file's assignments make loaders (what `kind_of` calls a loader)."""
+    whole = sem.whole
+    found: frozenset[str] | None = whole.derived.get("evaluation:loader-names")
+    if found is None:
+        found = whole.derived["evaluation:loader-names"] = frozenset(
+            name for name, kind in whole.kinds.items() if kind is ValueKind.LOADER
+        )
+    return found
 
 
 @lru_cache(maxsize=1024)

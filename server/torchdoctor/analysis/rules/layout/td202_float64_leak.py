@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...file_facts import file_fact
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
-from ...semantics import BlockIndex, Semantics, ValueKind, position
+from ...semantics import MODEL_NAME, BlockIndex, Semantics, ValueKind, call_order, position
 from ._shared import element_for, int_constant, is_device_like, is_module_instance, reaching_binding
 
 NUMPY_FLOAT_RANDOM = frozenset(
@@ -92,7 +92,7 @@ def float64_leak(ctx: RuleContext) -> Iterator[Finding]:
     if _has_float64_model(ctx):
         return
     reported: set[int] = set()
-    for call in sem.calls:
+    for call in _may_call_models(sem):
         if not call.args or sem.kind_of(call.func) is not ValueKind.MODEL:
             continue
         if not is_module_instance(ctx, call.func):
@@ -104,6 +104,25 @@ def float64_leak(ctx: RuleContext) -> Iterator[Finding]:
             reported.add(id(source))
             model = ctx.doc.source_of(call.func)
             yield _float64_finding(ctx, source, model)
+
+
+def _may_call_models(sem: Semantics) -> list[ast.Call]:
+    """In the order of `sem.calls`, the calls whose callee `kind_of` may call a model: a name
+    or attribute whose last part is that of a name assigned a model, or is spelt like a
+    model's (`MODEL_NAME`). Found among the calls grouped by callee, not by asking the kind of
+    every callee of the file."""
+    assigned = {
+        dotted.rpartition(".")[2]
+        for dotted, kind in sem.whole.kinds.items()
+        if kind is ValueKind.MODEL
+    }
+    found: list[ast.Call] = []
+    for groups in (sem.calls_by_name, sem.calls_by_attr):
+        for callee, calls in groups.items():
+            if callee in assigned or MODEL_NAME.search(callee):
+                found.extend(calls)
+    found.sort(key=call_order)
+    return found
 
 
 def _float64_finding(ctx: RuleContext, source: ast.Call, model: str) -> Finding:
