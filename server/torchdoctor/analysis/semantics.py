@@ -1374,11 +1374,23 @@ def _kind_of_value(sem: Semantics, value: ast.AST) -> ValueKind | None:
             return _kind_of_value(sem, receiver)
         dotted = sem.dotted(receiver)
         return sem.kinds.get(dotted) if dotted else None
-    dotted = sem.dotted(func)
-    if dotted is None:
-        return None  # no name, no qualname
-    if dotted in sem.module_classes:
-        return ValueKind.MODEL
+    # asked for every assignment of a call's result: a callee that is no local model class
+    # and starts at no imported name has no kind, found without spelling its dotted name
+    kind = type(func)
+    if kind is ast.Name:
+        if func.id in sem.module_classes:  # type: ignore[attr-defined]  # type() tested above
+            return ValueKind.MODEL
+        root: ast.AST = func
+    elif kind is ast.Attribute:
+        root = func.value  # type: ignore[attr-defined]  # type() tested above
+        while type(root) is ast.Attribute:
+            root = root.value
+        if type(root) is not ast.Name:
+            return None  # no name, no qualname
+    else:
+        return None
+    if root.id not in sem.imports:  # type: ignore[attr-defined]  # a Name: tested above
+        return None  # not imported: no qualname
     qualname = sem.qualname(func)
     return None if qualname is None else _kind_of_qualname(qualname)
 
