@@ -985,7 +985,19 @@ def merge_blocks(
         _record_value_kinds(sem, blocks)
     if previous is not None:
         sem._kinds_before = previous.kinds
+    if one_shot:
+        # no later version patches these groups: the rules read the dicts themselves (a
+        # look-up in C, where Gathered's `get` is a call in Python, asked thousands of times)
+        sem.calls_by_attr = _as_dict(sem.calls_by_attr)
+        sem.calls_by_name = _as_dict(sem.calls_by_name)
+        sem.calls_by_qualname = _as_dict(sem.calls_by_qualname)
+        sem.methods_by_name = _as_dict(sem.methods_by_name)
+        sem.plain_functions_by_name = _as_dict(sem.plain_functions_by_name)
     return sem
+
+
+def _as_dict(groups: Mapping[K, list[N]]) -> Mapping[K, list[N]]:
+    return groups._every if isinstance(groups, Gathered) else groups
 
 
 # A block's parts of the file's groups (see Semantics.gathered).
