@@ -477,8 +477,10 @@ def _summaries_of_block(
 def _summarise_own_calls(
     sem: Semantics, summary: FunctionSummary, calls: list[ast.Call] | None
 ) -> None:
+    if not calls:
+        return  # most functions make none of the calls a summary records
     parameters = _parameter_names(summary.function)
-    for call in calls or ():
+    for call in calls:
         func = call.func
         if not isinstance(func, ast.Attribute):
             continue
