@@ -35,8 +35,10 @@ N = TypeVar("N", bound=ast.AST)
 K = TypeVar("K", bound=Hashable)
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
-# where a climb for the loops around a node stops
-_SCOPE_OR_MODULE = (*FUNCTION_NODES, ast.Module)
+# where a climb for the loops around a node stops, for exact type tests (the parser makes no
+# subclasses): asked at every step of a climb
+_SCOPE_OR_MODULE_TYPES = frozenset({*FUNCTION_NODES, ast.Module})
+_LOOP_TYPES = frozenset(LOOP_NODES)
 Loop = ast.For | ast.AsyncFor | ast.While
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -498,7 +500,7 @@ class Semantics:
         path = [node]
         above: list[Loop] = []  # the loops around the parent of the path's last node
         parent = parents.get(node)
-        while parent is not None and not isinstance(parent, _SCOPE_OR_MODULE):
+        while parent is not None and type(parent) not in _SCOPE_OR_MODULE_TYPES:
             known = cache.get(id(parent))
             if known is not None and known[0] is parent:
                 above = known[1]
@@ -513,10 +515,10 @@ class Semantics:
         for child in reversed(path):
             if (
                 parent is not None
-                and isinstance(parent, LOOP_NODES)
-                and _is_in_loop_body(parent, child)
+                and type(parent) in _LOOP_TYPES
+                and _is_in_loop_body(parent, child)  # type: ignore[arg-type]  # a loop: type() tested
             ):
-                loops = [parent, *loops]
+                loops = [parent, *loops]  # type: ignore[list-item]  # a loop: type() tested
             cache[id(child)] = (child, loops)
             parent = child
         return loops

@@ -168,18 +168,22 @@ def in_no_grad(sem: Semantics, node: ast.AST) -> bool:
 
 
 def receives_loss_or_optimizer(sem: Semantics, call: ast.Call) -> bool:
-    # the arguments first: cheap, and most calls receive neither a loss nor an optimizer
-    if not any(_is_loss_or_optimizer(sem, argument) for argument in _arguments(call)):
-        return False
+    # pure conditions, the cheap tests of the callee first: the arguments' may follow a name
+    # to every value the file assigns it
     callee = called_name(call)
     if callee is None or callee in NON_TRAINING_CALLEES or callee.startswith(("log", "print")):
         return False
-    if isinstance(call.func, ast.Attribute) and sem.kind_of(call.func.value) is ValueKind.SCHEDULER:
-        return False  # `scheduler.step(val_loss)`: ReduceLROnPlateau reads the value
+    if isinstance(call.func, ast.Name) and call.func.id in BUILTIN_NAMES:
+        return False
     qualname = sem.qualname(call.func) or ""
+    if qualname.startswith(("torch.", "numpy.", "math.", "logging.", "wandb.")):
+        return False
+    if not any(_is_loss_or_optimizer(sem, argument) for argument in _arguments(call)):
+        return False  # most calls receive neither a loss nor an optimizer
+    # `scheduler.step(val_loss)`: ReduceLROnPlateau reads the value
     return not (
-        qualname.startswith(("torch.", "numpy.", "math.", "logging.", "wandb."))
-        or (isinstance(call.func, ast.Name) and call.func.id in BUILTIN_NAMES)
+        isinstance(call.func, ast.Attribute)
+        and sem.kind_of(call.func.value) is ValueKind.SCHEDULER
     )
 
 
