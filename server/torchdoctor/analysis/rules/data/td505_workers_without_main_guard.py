@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 from collections.abc import Iterator
-from operator import attrgetter
 
 from ...bindings import (
     assigned_name,
@@ -276,30 +275,21 @@ def calls_by_function(sem: Semantics, block: BlockIndex) -> dict[int, list[ast.C
 
 
 def module_level_calls(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
-    """The block's calls outside any function, class body or lambda, under one key. Of a
-    top-level `def` or `class`, only the header's calls (decorators, defaults, bases) can be:
-    the body's are passed over by position, unclimbed."""
+    """The block's calls outside any function, class body or lambda, under one key. Those of a
+    top-level `def` or `class`, its header's too (a decorator, a default, a base), are under
+    it: only the other statements' calls are looked at, found by position."""
     calls = block.calls
-    starts = list(map(_call_start, calls))  # read in C: cheaper than a key per probe
     found: list[ast.Call] = []
     for statement in block.statements:
-        start = bisect_left(starts, _header_start(statement))
         if type(statement) in _DEFINITIONS:
-            end = bisect_left(starts, position(statement.body[0]), lo=start)  # type: ignore[attr-defined]  # a definition has a body
-        else:
-            end = bisect_left(starts, _end_of(statement), lo=start)
+            continue
+        start = bisect_left(calls, position(statement), key=position)
+        end = bisect_left(calls, _end_of(statement), lo=start, key=position)
         found.extend(call for call in calls[start:end] if at_module_level(sem, call))
     return {"": found} if found else {}
 
 
-_call_start = attrgetter("lineno", "col_offset")
 _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
-
-
-def _header_start(statement: ast.stmt) -> tuple[int, int]:
-    """Where a statement's first call can be: its first decorator's line for a definition."""
-    decorators = getattr(statement, "decorator_list", None)
-    return position(decorators[0]) if decorators else position(statement)
 
 
 def _end_of(statement: ast.stmt) -> tuple[int, int]:
