@@ -515,11 +515,12 @@ def is_mode_switch(sem: Semantics, call: ast.Call) -> bool:
     """`model.eval()`, `model.train()`, `model.train(False)`: not `torch.eval`, not the
     `train()`/`eval()` of a schedule-free optimizer."""
     func = call.func
-    if not isinstance(func, ast.Attribute) or sem.qualname(func) is not None:
+    # pure tests, the name first: most calls asked are of other methods
+    if not isinstance(func, ast.Attribute) or func.attr not in ("eval", "train"):
         return False
     if func.attr == "eval" and (call.args or call.keywords):
         return False
-    if func.attr not in ("eval", "train"):
+    if sem.qualname(func) is not None:
         return False
     return sem.kind_of(func.value) is not ValueKind.OPTIMIZER
 
