@@ -113,36 +113,34 @@ def _bind(
     target: ast.AST,
     statement: ast.AST,
     value: ast.expr | None,
+    at: tuple[int, int],
     visible_from: tuple[int, int],
 ) -> None:
     # a function of the module, not a closure of _build_flow: a closure that calls itself is
     # a reference cycle, and it would keep each flow alive until the cyclic collector ran
-    if isinstance(target, ast.Name):
-        definitions.setdefault(target.id, []).append(
-            Definition(target.id, statement, value, position(statement), visible_from)
-        )
-    elif isinstance(target, ast.Attribute | ast.Subscript):
+    kind = type(target)  # exact types: the parser makes no subclasses
+    if kind is ast.Name:
+        name = target.id  # type: ignore[attr-defined]  # type() tested above
+        found = definitions.get(name)
+        if found is None:
+            found = definitions[name] = []
+        found.append(Definition(name, statement, value, at, visible_from))
+    elif kind is ast.Attribute or kind is ast.Subscript:
         dotted = dotted_name(target)
         if dotted is not None:
             definitions.setdefault(dotted, []).append(
-                Definition(dotted, statement, value, position(statement), visible_from)
+                Definition(dotted, statement, value, at, visible_from)
             )
-    elif isinstance(target, ast.Tuple | ast.List):
-        for element in target.elts:
+    elif kind is ast.Tuple or kind is ast.List:
+        for element in target.elts:  # type: ignore[attr-defined]  # type() tested above
             # unpacking: each element depends on the whole value
-            element = element.value if isinstance(element, ast.Starred) else element
-            _bind(definitions, element, statement, value, visible_from)
+            element = element.value if type(element) is ast.Starred else element
+            _bind(definitions, element, statement, value, at, visible_from)
 
 
 def _build_flow(scope: ast.AST, statements: list[ast.AST]) -> ScopeFlow:
     flow = ScopeFlow()
     definitions = flow.definitions
-
-    def bind(
-        target: ast.AST, statement: ast.AST, value: ast.expr | None, visible_from: tuple[int, int]
-    ) -> None:
-        _bind(definitions, target, statement, value, visible_from)
-
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         arguments = scope.args
         for arg in [
@@ -154,23 +152,32 @@ def _build_flow(scope: ast.AST, statements: list[ast.AST]) -> ScopeFlow:
             flow.definitions.setdefault(arg.arg, []).append(
                 Definition(arg.arg, scope, None, (0, 0), (0, 0))
             )
+    # exact types (the parser makes no subclasses): a flow is built for most functions
     for node in statements:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            # the name is usable from the header on (a method may call its own class)
-            bind(ast.Name(id=node.name), node, None, position(node))
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                bind(target, node, node.value, _end(node))
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-            bind(node.target, node, node.value, _end(node))
-        elif isinstance(node, ast.For | ast.AsyncFor):
-            bind(node.target, node, node.iter, _end(node.iter))
-        elif isinstance(node, ast.With | ast.AsyncWith):
-            for item in node.items:
+        kind = type(node)
+        at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]  # statements have positions
+        if kind is ast.Assign:
+            after = _end(node)
+            for target in node.targets:  # type: ignore[attr-defined]  # type() tested above
+                _bind(definitions, target, node, node.value, at, after)  # type: ignore[attr-defined]  # type() tested above
+        elif kind is ast.AnnAssign or kind is ast.AugAssign or kind is ast.NamedExpr:
+            _bind(definitions, node.target, node, node.value, at, _end(node))  # type: ignore[attr-defined]  # type() tested above
+        elif kind is ast.For or kind is ast.AsyncFor:
+            _bind(definitions, node.target, node, node.iter, at, _end(node.iter))  # type: ignore[attr-defined]  # type() tested above
+        elif kind is ast.With or kind is ast.AsyncWith:
+            for item in node.items:  # type: ignore[attr-defined]  # type() tested above
                 if item.optional_vars is not None:
-                    bind(item.optional_vars, node, item.context_expr, _end(item.optional_vars))
-        elif isinstance(node, ast.NamedExpr):
-            bind(node.target, node, node.value, _end(node))
+                    _bind(
+                        definitions,
+                        item.optional_vars,
+                        node,
+                        item.context_expr,
+                        at,
+                        _end(item.optional_vars),
+                    )
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
+            # the name is usable from the header on (a method may call its own class)
+            _bind(definitions, ast.Name(id=node.name), node, None, at, at)  # type: ignore[attr-defined]  # type() tested above
     for bindings in definitions.values():
         bindings.sort(key=_definition_position)
     return flow
