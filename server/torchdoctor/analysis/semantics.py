@@ -679,6 +679,8 @@ class BlockIndex:
     # every name, attribute, parameter and keyword argument it mentions: where a dotted name
     # can appear
     identifiers: frozenset[str]
+    # the attribute names among them (`x.name`)
+    attribute_names: frozenset[str]
     # its functions by name: methods (defined in a class body), and the others
     methods_by_name: dict[str, list[Function]]
     plain_functions_by_name: dict[str, list[Function]]
@@ -730,6 +732,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     binding_nodes: list[ast.AST] = []
     imports: list[ast.Import | ast.ImportFrom] = []
     identifiers: set[str] = set()
+    attributes: set[str] = set()
     # One walk records parents, indexes the nodes rules ask about, and lists the statements
     # that bind names in each scope (what dataflow needs, without walking again). It goes
     # breadth first over a list that grows as it is read: no stack to pop, no children to
@@ -740,6 +743,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     nodes: list[ast.AST] = list(statements)
     push = nodes.append
     mention = identifiers.add
+    mention_attribute = attributes.add
     for node in nodes:
         kind = type(node)
         if kind is ast.Name:
@@ -749,7 +753,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             continue  # a ninth of all nodes: nothing below it, nothing to record
         if kind is ast.Attribute:
             # a ninth of all nodes, with one child: read without the loop over fields
-            mention(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            mention_attribute(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             value = node.value  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             parents[value] = node
             push(value)
@@ -858,7 +862,8 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
         module_bindings,
         dict(bindings),
         imports,
-        frozenset(identifiers),
+        frozenset(identifiers.union(attributes)),
+        frozenset(attributes),
         methods_by_name,
         plain_functions_by_name,
     )

@@ -101,8 +101,10 @@ def attribute_references(sem: Semantics) -> list[_Reference]:
 
 
 def _block_references(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Attribute]]:
-    if block.identifiers.isdisjoint(_REFERENCE_SPELLINGS):
-        return {}  # one set operation spares most blocks the look at every argument
+    if block.attribute_names.isdisjoint(_REFERENCE_SPELLINGS):
+        # one set operation spares most blocks the look at every argument: a reference is an
+        # attribute, spelt with one of those names or through a private module's part
+        return {}
     candidates: list[ast.AST] = []
     for function in block.functions:
         candidates.extend(function.decorator_list)
