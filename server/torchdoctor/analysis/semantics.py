@@ -383,6 +383,11 @@ class Semantics:
                 # only a chain that starts at an imported name has one: most calls are
                 # `self.f(...)`, `model(x)`, a local function; skip them before spelling them
                 root = call.func
+                if type(root) is ast.Name:
+                    target = imports.get(root.id)
+                    if target is not None:  # `name(...)` calls what the name is bound to
+                        found.setdefault(target, []).append(call)
+                    continue
                 while type(root) is ast.Attribute:
                     root = root.value
                 if type(root) is not ast.Name:
