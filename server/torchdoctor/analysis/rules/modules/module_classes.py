@@ -4,12 +4,15 @@ where those attributes are used."""
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 
 from ...assigned_calls import assigned_call, single_assignments_to, without_moves
 from ...context import RuleContext
 from ...function_body import own_nodes
-from ...semantics import MODULE_BASES, Function, Semantics
+from ...semantics import MODULE_BASES, Function, Semantics, position
 
 # torch.nn classes that are not modules
 NON_MODULE_NN_CLASSES = frozenset(
@@ -253,12 +256,13 @@ def self_assignments(ctx: RuleContext) -> list[SelfAssignment]:
     cached: list[SelfAssignment] | None = sem.derived.get("modules:self-assignments")
     if cached is not None:
         return cached
-    classes = {id(cls) for cls in module_classes_of(sem)}
+    module_classes = module_classes_of(sem)
+    classes = {id(cls) for cls in module_classes}
     found: list[SelfAssignment] = []
     sem.derived["modules:self-assignments"] = found
     if not classes:
         return found  # no module class: nothing to walk
-    for assign in sem.assigns:
+    for assign in _assigns_inside(sem.assigns, module_classes):
         if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:
             continue
         targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
@@ -274,6 +278,26 @@ def self_assignments(ctx: RuleContext) -> list[SelfAssignment]:
         if isinstance(cls, ast.ClassDef) and id(cls) in classes:
             found.append((assign, target, method, cls))
     return found
+
+
+def _assigns_inside(
+    assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign], classes: list[ast.ClassDef]
+) -> Iterator[ast.Assign | ast.AnnAssign | ast.AugAssign]:
+    """Of `assigns` (in source order), those inside `classes` (in source order), in source
+    order: found by position, class by class, rather than by asking each of the file's."""
+    spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    for cls in classes:
+        start = (cls.lineno, cls.col_offset)
+        end = (cls.end_lineno or cls.lineno, cls.end_col_offset or 0)
+        if spans and start < spans[-1][1]:  # a class inside the one before
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    for start, end in spans:
+        for assign in islice(assigns, bisect_left(assigns, start, key=position), None):
+            if position(assign) >= end:
+                break
+            yield assign
 
 
 def is_module_constructor(ctx: RuleContext, node: ast.AST, *, stateful: bool) -> bool:
