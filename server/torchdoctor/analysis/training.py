@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import islice
 from typing import TypeVar
@@ -40,7 +40,8 @@ BRANCH_NODES = (
     ast.comprehension,
     *FUNCTION_NODES,
 )
-_BRANCH_AND_LOOP_NODES = (*BRANCH_NODES, *LOOP_NODES)
+_BRANCH_TYPES = frozenset(BRANCH_NODES)
+_BRANCH_AND_LOOP_TYPES = frozenset({*BRANCH_NODES, *LOOP_NODES})
 
 _Node = TypeVar("_Node", bound=ast.AST)
 
@@ -183,7 +184,10 @@ class TrainingStructure:
         """For each optimizer step, the innermost loop around it that also reaches backward(),
         with the gradient zeroing in it."""
         return [
-            replace(entry, zeroing=self.zeroing_in(entry.loop)) for entry in self._loops_that_train
+            TrainingLoop(
+                entry.loop, entry.backward_calls, entry.step_calls, self.zeroing_in(entry.loop)
+            )
+            for entry in self._loops_that_train
         ]
 
     def first_training_loop(self) -> Loop | None:
@@ -321,12 +325,17 @@ def runs_every_iteration(
     """True when nothing between `node` and `loop` makes it conditional (an `if`, an `except:`,
     a short-circuit; an inner loop too with `inner_loops_conditional`, since it may run zero
     times): it runs on every iteration that gets that far."""
-    conditional = _BRANCH_AND_LOOP_NODES if inner_loops_conditional else BRANCH_NODES
-    for ancestor in sem.ancestors(node):
+    # a plain climb with exact type tests (the parser makes no subclasses): asked of most calls
+    # in training loops
+    conditional = _BRANCH_AND_LOOP_TYPES if inner_loops_conditional else _BRANCH_TYPES
+    parents = sem.parents
+    ancestor = parents.get(node)
+    while ancestor is not None:
         if ancestor is loop:
             return True
-        if isinstance(ancestor, conditional):
+        if type(ancestor) in conditional:
             return False
+        ancestor = parents.get(ancestor)
     return False
 
 
