@@ -81,12 +81,20 @@ def _reaching_value(sem: Semantics, name: ast.Name) -> ast.AST | None:
 
 def single_assignments_to(sem: Semantics, dotted: str) -> list[ast.Assign | ast.AnnAssign]:
     """The assignments with a value and a single target that bind `dotted`, in the whole file
-    (even for a view focused on some blocks), in source order."""
-    return [
-        assign
-        for assign in sem.whole.assignments_to(dotted)
-        if type(assign) is ast.AnnAssign or len(assign.targets) == 1  # type: ignore[union-attr]  # type() tested first
-    ]
+    (even for a view focused on some blocks), in source order. Memoised per name: a script
+    assigns `criterion` or `model` in function after function, and each use asks."""
+    whole = sem.whole
+    memo: dict[str, list[ast.Assign | ast.AnnAssign]] = whole.derived.setdefault(
+        "assigned-calls:single-assignments", {}
+    )
+    found = memo.get(dotted)
+    if found is None:
+        found = memo[dotted] = [
+            assign
+            for assign in whole.assignments_to(dotted)
+            if type(assign) is ast.AnnAssign or len(assign.targets) == 1  # type: ignore[union-attr]  # type() tested first
+        ]
+    return found
 
 
 def definition_of(ctx: RuleContext, node: ast.AST) -> ast.Call | None:

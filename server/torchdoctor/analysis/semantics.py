@@ -423,6 +423,18 @@ class Semantics:
 
     def qualname(self, node: ast.AST) -> str | None:
         """The imported name an expression stands for: `F.relu` → `torch.nn.functional.relu`."""
+        # only a chain that starts at an imported name has one: most asked (`self.model`,
+        # `x.size`) are answered before a dotted name is spelt
+        kind = type(node)
+        if kind is ast.Name:
+            return self.imports.get(node.id)  # type: ignore[attr-defined]  # type() tested above
+        if kind is not ast.Attribute:
+            return None
+        root = node.value  # type: ignore[attr-defined]  # type() tested above
+        while type(root) is ast.Attribute:
+            root = root.value
+        if type(root) is not ast.Name or root.id not in self.imports:
+            return None
         dotted = self.dotted(node)
         if dotted is None:
             return None
