@@ -1357,78 +1357,86 @@ def _kinds_of_block(sem: Semantics, block: BlockIndex, key: object) -> BlockKind
 
 
 def _block_kinds(sem: Semantics, block: BlockIndex) -> BlockKinds:
+    # exact type tests throughout (the parser makes no subclasses): every assignment of a
+    # call's result and every annotated parameter of the file passes here
     assigned: list[tuple[tuple[str, ...], KindSource]] = []
     for assign in block.assigns:
         # only a call gives a kind: the other values are passed over before any call
-        if type(assign.value) is not ast.Call or isinstance(assign, ast.AugAssign):
+        if type(assign.value) is not ast.Call or type(assign) is ast.AugAssign:
             continue
         source = _kind_source(sem, assign.value)
         if source is None:
             continue
-        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+        targets = assign.targets if type(assign) is ast.Assign else [assign.target]  # type: ignore[union-attr]  # type() tested
         names = tuple(name for target in targets if (name := dotted_name(target)) is not None)
         if names:
             assigned.append((names, source))
     annotated: list[tuple[str, ValueKind]] = []
+    imports = sem.imports
     for function in block.functions:
         arguments = function.args
         for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
-            if arg.annotation is None:
-                continue
-            annotation = sem.qualname(arg.annotation) or sem.dotted(arg.annotation) or ""
-            if annotation.endswith("Optimizer"):
+            annotation = arg.annotation
+            kind = type(annotation)
+            if kind is ast.Name:
+                # what the name is imported as, else the name (`qualname`, else `dotted`)
+                spelt = imports.get(annotation.id) or annotation.id  # type: ignore[union-attr]  # type() tested above
+                if spelt in sem.module_classes:
+                    annotated.append((arg.arg, ValueKind.MODEL))
+                    continue
+            elif kind is ast.Attribute:
+                # its qualname and its dotted name both end in its attribute (a dotted name
+                # is never a local class's); a chain that starts at no name has neither
+                root = annotation.value  # type: ignore[union-attr]  # type() tested above
+                while type(root) is ast.Attribute:
+                    root = root.value
+                if type(root) is not ast.Name:
+                    continue
+                spelt = annotation.attr  # type: ignore[union-attr]  # type() tested above
+            else:
+                continue  # no annotation, or one with no name (`Optional[nn.Module]`, a string)
+            if spelt.endswith("Optimizer"):
                 annotated.append((arg.arg, ValueKind.OPTIMIZER))
-            elif annotation.endswith("DataLoader"):
+            elif spelt.endswith("DataLoader"):
                 annotated.append((arg.arg, ValueKind.LOADER))
-            elif annotation.endswith("Module") or annotation in sem.module_classes:
+            elif spelt.endswith("Module"):
                 annotated.append((arg.arg, ValueKind.MODEL))
     return assigned, annotated
 
 
-def _kind_source(sem: Semantics, value: ast.AST) -> KindSource | None:
+def _kind_source(sem: Semantics, value: ast.Call) -> KindSource | None:
     """A kind, the name whose kind the value keeps, or None."""
-    if not isinstance(value, ast.Call):
-        return None
     func = value.func
-    # `model = model.to(device)`, `net = Net().cuda()` keep what the receiver is
-    if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "train", "eval"):
-        receiver = func.value
-        if isinstance(receiver, ast.Call):
-            return _kind_source(sem, receiver)
-        return dotted_name(receiver)
-    return _kind_of_value(sem, value)
-
-
-def _kind_of_value(sem: Semantics, value: ast.AST) -> ValueKind | None:
-    if not isinstance(value, ast.Call):
-        return None
-    func = value.func
-    # `model = model.to(device)`, `net = Net().cuda()` keep what the receiver is
-    if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu", "train", "eval"):
-        receiver = func.value
-        if isinstance(receiver, ast.Call):
-            return _kind_of_value(sem, receiver)
-        dotted = sem.dotted(receiver)
-        return sem.kinds.get(dotted) if dotted else None
-    # asked for every assignment of a call's result: a callee that is no local model class
-    # and starts at no imported name has no kind, found without spelling its dotted name
     kind = type(func)
-    if kind is ast.Name:
-        if func.id in sem.module_classes:  # type: ignore[attr-defined]  # type() tested above
-            return ValueKind.MODEL
-        root: ast.AST = func
-    elif kind is ast.Attribute:
+    if kind is ast.Attribute:
+        if func.attr in _MOVES:  # type: ignore[attr-defined]  # type() tested above
+            # `model = model.to(device)`, `net = Net().cuda()` keep what the receiver is
+            receiver = func.value  # type: ignore[attr-defined]  # type() tested above
+            if type(receiver) is ast.Call:
+                return _kind_source(sem, receiver)
+            return dotted_name(receiver)
         root = func.value  # type: ignore[attr-defined]  # type() tested above
         while type(root) is ast.Attribute:
             root = root.value
         if type(root) is not ast.Name:
             return None  # no name, no qualname
+    elif kind is ast.Name:
+        if func.id in sem.module_classes:  # type: ignore[attr-defined]  # type() tested above
+            return ValueKind.MODEL
+        root = func
     else:
         return None
-    if root.id not in sem.imports:  # type: ignore[attr-defined]  # a Name: tested above
-        return None  # not imported: no qualname
-    qualname = sem.qualname(func)
-    return None if qualname is None else _kind_of_qualname(qualname)
+    # a callee that starts at no imported name has no kind: found before its name is spelt
+    target = sem.imports.get(root.id)
+    if target is None:
+        return None
+    if root is not func:
+        dotted = dotted_name(func) or root.id  # never None: the chain starts at a name
+        target += dotted[len(root.id) :]  # as `qualname` spells it
+    return _kind_of_qualname(target)
+
+
+_MOVES = frozenset({"to", "cuda", "cpu", "train", "eval"})
 
 
 @lru_cache(maxsize=4096)
