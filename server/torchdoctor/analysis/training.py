@@ -154,6 +154,12 @@ class TrainingStructure:
             listed = sem.derived["training:listed-loops"] = {id(each) for each in sem.loops}
         return sem.calls if id(loop) in listed else sem.whole.calls
 
+    def backward_or_step_in(self, loop: Loop) -> bool:
+        """A backward() or an optimizer step runs in `loop` (directly or in a loop inside it)."""
+        return id(loop) in self._by_loop(self.backward_calls) or id(loop) in self._by_loop(
+            self.step_calls
+        )
+
     def steps_in(self, loop: Loop) -> list[ast.Call]:
         """The optimizer steps that run in `loop` (directly or in a loop inside it)."""
         return self._by_loop(self.step_calls).get(id(loop), [])

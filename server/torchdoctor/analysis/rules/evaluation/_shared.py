@@ -280,6 +280,8 @@ def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, found: list[Evaluat
     for loop in sem.loops:
         if facts is not None and facts.trains_in(loop):
             continue  # the cheapest test, once the facts are there (training code: most loops)
+        if facts is None and training.backward_or_step_in(loop):
+            continue  # what the facts would say, from the training structure: it trains
         if not _looks_like_evaluation_loop(sem, loop):
             continue
         facts = facts or facts_of(ctx)
