@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 THAW_EVERY = 256
 
@@ -45,21 +43,29 @@ _pauses = 0
 _freezing = False  # whether a pause of the current run asked to freeze
 
 
-@contextmanager
-def gc_paused(freeze: bool = False) -> Iterator[None]:
+class gc_paused:  # lower case: used like the function it was, `with gc_paused():`
     """No cyclic collection while the block runs; re-entrant and thread-safe. With `freeze`,
-    what the block built is frozen when the last pause ends (for a result that is kept)."""
-    global _holders, _was_enabled, _pauses, _freezing
-    with _lock:
-        if _holders == 0:
-            _was_enabled = gc.isenabled()
-            _freezing = False
-            gc.disable()
-        _holders += 1
-        _freezing = _freezing or freeze
-    try:
-        yield
-    finally:
+    what the block built is frozen when the last pause ends (for a result that is kept). A
+    class rather than a generator context manager: a check enters three, and each costs a
+    fifth as much."""
+
+    __slots__ = ("_freeze",)
+
+    def __init__(self, freeze: bool = False) -> None:
+        self._freeze = freeze
+
+    def __enter__(self) -> None:
+        global _holders, _was_enabled, _freezing
+        with _lock:
+            if _holders == 0:
+                _was_enabled = gc.isenabled()
+                _freezing = False
+                gc.disable()
+            _holders += 1
+            _freezing = _freezing or self._freeze
+
+    def __exit__(self, *exception: object) -> None:
+        global _holders, _pauses
         with _lock:
             _holders -= 1
             if _holders == 0 and _was_enabled:
