@@ -204,7 +204,7 @@ class TrainingStructure:
     @cached_property
     def _loops_that_train(self) -> list[TrainingLoop]:
         sem = self.sem
-        if not self.step_calls:
+        if not sem.loops or not self.step_calls:
             return []  # every training loop steps an optimizer: most files never do
         # every loop around some backward(): one set, not one scan of all backward() per loop
         backward_loops = {
