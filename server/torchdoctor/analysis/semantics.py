@@ -151,6 +151,7 @@ class Semantics:
     # made for one analysis of a whole file (`build_semantics`): no later version reuses its
     # blocks' facts, so they are kept without what an edit would check them against
     one_shot: bool = field(default=False, repr=False)
+    _packages: frozenset[str] | None = field(default=None, repr=False)  # imported_packages()
 
     # The calls, assignments, loops and classes of the blocks it lists, in source order: made
     # when first asked for (an edit's analysis asks for none of the whole file's).
@@ -455,7 +456,14 @@ class Semantics:
     def imported_packages(self) -> frozenset[str]:
         """The top-level packages the file's imports bind names from (`torch` for
         `from torch.nn import functional as F`)."""
-        return frozenset(qualname.partition(".")[0] for qualname in self.imports.values())
+        # memoised: `imports` is complete before the first call (see `qualname`), and several
+        # rules ask for every file
+        found = self._packages
+        if found is None:
+            found = self._packages = frozenset(
+                qualname.partition(".")[0] for qualname in self.imports.values()
+            )
+        return found
 
     def imports_framework_without_torch(self, frameworks: Collection[str]) -> bool:
         """The file imports one of `frameworks` (top-level package names) and nothing from
