@@ -166,13 +166,14 @@ def names_assigned_losses(sem: Semantics) -> Mapping[str, list[ast.expr]]:
 def _block_loss_names(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.expr]]:
     names: dict[str, list[ast.expr]] = {}
     for assign in block.assigns:
-        if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:
+        # exact types (the parser makes no subclasses): a module is built by a call, and
+        # `without_moves` leaves any other value as it is
+        if type(assign.value) is not ast.Call or type(assign) is ast.AugAssign:
             continue
         value = without_moves(assign.value)
-        if not isinstance(value, ast.Call):
-            continue
-        func = value.func
-        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        func = value.func  # type: ignore[attr-defined]  # a call stays a call
+        kind = type(func)
+        last = func.attr if kind is ast.Attribute else func.id if kind is ast.Name else ""
         if not last.endswith("Loss"):
             continue
         built = constructor_name(sem, value)
