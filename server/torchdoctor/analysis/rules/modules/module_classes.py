@@ -163,11 +163,21 @@ def facts_of(sem: Semantics) -> FileFacts:
     return facts
 
 
-def _is_parameter(function: Function, name: str) -> bool:
-    arguments = function.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
-    return any(argument.arg == name for argument in every)
+def _is_parameter(sem: Semantics, function: Function, name: str) -> bool:
+    return name in _parameters_of(sem, function)
+
+
+def _parameters_of(sem: Semantics, function: Function) -> frozenset[str]:
+    """Every parameter name of `function`: memoised per version, since `built_from` asks for
+    each use of a name in it (a training function calls `criterion` and `model` every step)."""
+    memo: dict[int, frozenset[str]] = sem.whole.derived.setdefault("modules:parameters", {})
+    found = memo.get(id(function))
+    if found is None:
+        arguments = function.args
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        found = memo[id(function)] = frozenset(argument.arg for argument in every)
+    return found
 
 
 def built_from(sem: Semantics, node: ast.AST) -> str | None:
@@ -176,7 +186,7 @@ def built_from(sem: Semantics, node: ast.AST) -> str | None:
     if isinstance(node, ast.Name) and dotted is not None:
         function = sem.enclosing_function(node)
         assigns = single_assignments_to(sem, dotted)
-        if function is not None and _is_parameter(function, dotted):
+        if function is not None and _is_parameter(sem, function, dotted):
             if not any(sem.enclosing_function(a) is function for a in assigns):
                 return None  # whatever the caller passes
         else:
