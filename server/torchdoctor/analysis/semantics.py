@@ -20,12 +20,13 @@ from collections.abc import (
     Iterator,
     KeysView,
     Mapping,
+    Sequence,
     ValuesView,
 )
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property, lru_cache
-from itertools import chain
+from itertools import chain, islice
 from typing import Any, TypeVar
 
 from .tree_walk import CHILD_FIELDS, child_fields
@@ -1237,6 +1238,22 @@ def position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
+def end_position(node: ast.stmt | ast.expr) -> tuple[int, int]:
+    """Where a located node ends (its start line when the parser gave no end)."""
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def starting_within(
+    nodes: Sequence[N], start: tuple[int, int], end: tuple[int, int]
+) -> Iterator[N]:
+    """Of `nodes` (in source order), those that start in [`start`, `end`), in order: a run of
+    them found by bisection, not by asking each of the list."""
+    for node in islice(nodes, bisect.bisect_left(nodes, start, key=position), None):
+        if position(node) >= end:
+            break
+        yield node
+
+
 def dotted_name(node: ast.AST) -> str | None:
     """`a.b.c` for an attribute chain that starts at a name; else None (not memoised: use
     `Semantics.dotted` for nodes of the analysed tree)."""
@@ -1380,34 +1397,17 @@ def _block_kinds(sem: Semantics, block: BlockIndex) -> BlockKinds:
         if names:
             assigned.append((names, source))
     annotated: list[tuple[str, ValueKind]] = []
-    imports = sem.imports
     for function in block.functions:
         arguments = function.args
         for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
-            annotation = arg.annotation
-            kind = type(annotation)
-            if kind is ast.Name:
-                # what the name is imported as, else the name (`qualname`, else `dotted`)
-                spelt = imports.get(annotation.id) or annotation.id  # type: ignore[union-attr]  # type() tested above
-                if spelt in sem.module_classes:
-                    annotated.append((arg.arg, ValueKind.MODEL))
-                    continue
-            elif kind is ast.Attribute:
-                # its qualname and its dotted name both end in its attribute (a dotted name
-                # is never a local class's); a chain that starts at no name has neither
-                root = annotation.value  # type: ignore[union-attr]  # type() tested above
-                while type(root) is ast.Attribute:
-                    root = root.value
-                if type(root) is not ast.Name:
-                    continue
-                spelt = annotation.attr  # type: ignore[union-attr]  # type() tested above
-            else:
-                continue  # no annotation, or one with no name (`Optional[nn.Module]`, a string)
-            if spelt.endswith("Optimizer"):
+            if arg.annotation is None:
+                continue
+            annotation = sem.qualname(arg.annotation) or sem.dotted(arg.annotation) or ""
+            if annotation.endswith("Optimizer"):
                 annotated.append((arg.arg, ValueKind.OPTIMIZER))
-            elif spelt.endswith("DataLoader"):
+            elif annotation.endswith("DataLoader"):
                 annotated.append((arg.arg, ValueKind.LOADER))
-            elif spelt.endswith("Module"):
+            elif annotation.endswith("Module") or annotation in sem.module_classes:
                 annotated.append((arg.arg, ValueKind.MODEL))
     return assigned, annotated
 
@@ -1415,33 +1415,18 @@ def _block_kinds(sem: Semantics, block: BlockIndex) -> BlockKinds:
 def _kind_source(sem: Semantics, value: ast.Call) -> KindSource | None:
     """A kind, the name whose kind the value keeps, or None."""
     func = value.func
-    kind = type(func)
-    if kind is ast.Attribute:
-        if func.attr in _MOVES:  # type: ignore[attr-defined]  # type() tested above
-            # `model = model.to(device)`, `net = Net().cuda()` keep what the receiver is
-            receiver = func.value  # type: ignore[attr-defined]  # type() tested above
-            if type(receiver) is ast.Call:
-                return _kind_source(sem, receiver)
-            return dotted_name(receiver)
-        root = func.value  # type: ignore[attr-defined]  # type() tested above
-        while type(root) is ast.Attribute:
-            root = root.value
-        if type(root) is not ast.Name:
-            return None  # no name, no qualname
-    elif kind is ast.Name:
-        if func.id in sem.module_classes:  # type: ignore[attr-defined]  # type() tested above
-            return ValueKind.MODEL
-        root = func
-    else:
-        return None
-    # a callee that starts at no imported name has no kind: found before its name is spelt
-    target = sem.imports.get(root.id)
-    if target is None:
-        return None
-    if root is not func:
-        dotted = dotted_name(func) or root.id  # never None: the chain starts at a name
-        target += dotted[len(root.id) :]  # as `qualname` spells it
-    return _kind_of_qualname(target)
+    kind = type(func)  # exact types: the parser makes no subclasses
+    if kind is ast.Attribute and func.attr in _MOVES:  # type: ignore[attr-defined]  # type() tested
+        # `model = model.to(device)`, `net = Net().cuda()` keep what the receiver is
+        receiver = func.value  # type: ignore[attr-defined]  # type() tested above
+        if type(receiver) is ast.Call:
+            return _kind_source(sem, receiver)
+        return dotted_name(receiver)
+    if kind is ast.Name and func.id in sem.module_classes:  # type: ignore[attr-defined]  # type() tested
+        return ValueKind.MODEL
+    # `qualname` answers None for a callee that starts at no imported name before spelling it
+    qualname = sem.qualname(func)
+    return None if qualname is None else _kind_of_qualname(qualname)
 
 
 _MOVES = frozenset({"to", "cuda", "cpu", "train", "eval"})

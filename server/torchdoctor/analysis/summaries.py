@@ -182,8 +182,7 @@ def receives_loss_or_optimizer(sem: Semantics, call: ast.Call) -> bool:
         return False  # most calls receive neither a loss nor an optimizer
     # `scheduler.step(val_loss)`: ReduceLROnPlateau reads the value
     return not (
-        isinstance(call.func, ast.Attribute)
-        and sem.kind_of(call.func.value) is ValueKind.SCHEDULER
+        isinstance(call.func, ast.Attribute) and sem.kind_of(call.func.value) is ValueKind.SCHEDULER
     )
 
 

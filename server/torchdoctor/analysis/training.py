@@ -4,11 +4,9 @@ applied and zeroed. Shared by the autograd, evaluation and data rules."""
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import islice
 from typing import TypeVar
 
 from .semantics import (
@@ -21,8 +19,10 @@ from .semantics import (
     ValueKind,
     call_order,
     dotted_name,
+    end_position,
     is_zeroing,
     position,
+    starting_within,
 )
 from .summaries import is_zeroing_scale
 
@@ -237,13 +237,9 @@ def _calls_in_body(calls: list[ast.Call], sem: Semantics, loop: Loop) -> list[as
     body, a run of them found by position rather than by walking every node of the body, less
     those under a function, class or lambda defined there: they run when that is called, not
     in the iteration."""
-    first, last = loop.body[0], loop.body[-1]
-    end = (last.end_lineno or last.lineno, last.end_col_offset or 0)
     parents = sem.parents
     found: list[ast.Call] = []
-    for call in islice(calls, bisect_left(calls, position(first), key=position), None):
-        if (call.lineno, call.col_offset) >= end:
-            break
+    for call in starting_within(calls, position(loop.body[0]), end_position(loop.body[-1])):
         node = parents.get(call)
         while node is not loop and node is not None and not isinstance(node, FUNCTION_NODES):
             node = parents.get(node)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from collections.abc import Iterator
 
 from ...bindings import (
@@ -21,7 +20,15 @@ from ...expressions import last_name
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...indentation import indent_lines, indent_unit
 from ...loader_calls import Arguments, loader_calls
-from ...semantics import BlockIndex, Function, Gathered, Semantics, position
+from ...semantics import (
+    BlockIndex,
+    Function,
+    Gathered,
+    Semantics,
+    end_position,
+    position,
+    starting_within,
+)
 from ._shared import (
     binding_scope,
     in_main_guard,
@@ -283,17 +290,15 @@ def module_level_calls(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.
     for statement in block.statements:
         if type(statement) in _DEFINITIONS:
             continue
-        start = bisect_left(calls, position(statement), key=position)
-        end = bisect_left(calls, _end_of(statement), lo=start, key=position)
-        found.extend(call for call in calls[start:end] if at_module_level(sem, call))
+        found.extend(
+            call
+            for call in starting_within(calls, position(statement), end_position(statement))
+            if at_module_level(sem, call)
+        )
     return {"": found} if found else {}
 
 
 _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
-
-
-def _end_of(statement: ast.stmt) -> tuple[int, int]:
-    return (statement.end_lineno or statement.lineno, statement.end_col_offset or 0)
 
 
 def _main_guard_fix(ctx: RuleContext, node: ast.AST) -> Fix | None:

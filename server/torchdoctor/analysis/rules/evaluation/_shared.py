@@ -278,10 +278,10 @@ def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, found: list[Evaluat
     claimed: set[int] = set()
     # in source order, an outer loop comes before the loops inside it
     for loop in sem.loops:
+        if training.backward_or_step_in(loop):
+            continue  # it trains (the facts say so too), known before any facts are built
         if facts is not None and facts.trains_in(loop):
-            continue  # the cheapest test, once the facts are there (training code: most loops)
-        if facts is None and training.backward_or_step_in(loop):
-            continue  # what the facts would say, from the training structure: it trains
+            continue  # a training helper called in it: known once the facts are there
         if not _looks_like_evaluation_loop(sem, loop):
             continue
         facts = facts or facts_of(ctx)

@@ -4,15 +4,13 @@ where those attributes are used."""
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import islice
 
 from ...assigned_calls import assigned_call, single_assignments_to, without_moves
 from ...context import RuleContext
 from ...function_body import own_nodes
-from ...semantics import MODULE_BASES, Function, Semantics, position
+from ...semantics import MODULE_BASES, Function, Semantics, end_position, position, starting_within
 
 # torch.nn classes that are not modules
 NON_MODULE_NN_CLASSES = frozenset(
@@ -297,17 +295,13 @@ def _assigns_inside(
     order: found by position, class by class, rather than by asking each of the file's."""
     spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
     for cls in classes:
-        start = (cls.lineno, cls.col_offset)
-        end = (cls.end_lineno or cls.lineno, cls.end_col_offset or 0)
+        start, end = position(cls), end_position(cls)
         if spans and start < spans[-1][1]:  # a class inside the one before
             spans[-1] = (spans[-1][0], max(spans[-1][1], end))
         else:
             spans.append((start, end))
     for start, end in spans:
-        for assign in islice(assigns, bisect_left(assigns, start, key=position), None):
-            if position(assign) >= end:
-                break
-            yield assign
+        yield from starting_within(assigns, start, end)
 
 
 def is_module_constructor(ctx: RuleContext, node: ast.AST, *, stateful: bool) -> bool:

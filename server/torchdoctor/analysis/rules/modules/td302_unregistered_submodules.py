@@ -4,16 +4,14 @@ not moved by .to(), not saved."""
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import islice
 
 from ...context import RuleContext
 from ...dataflow import flow_of
 from ...findings import Finding, Fix, Severity, rule
 from ...function_body import own_nodes
-from ...semantics import Function, Semantics, position
+from ...semantics import Function, Semantics, end_position, position, starting_within
 from .module_classes import (
     is_module_constructor,
     methods_in,
@@ -249,13 +247,9 @@ def _local_list_of_modules(ctx: RuleContext, method: Function, value: ast.Name) 
 def _appended_to_in(sem: Semantics, method: Function, name: str) -> bool:
     """`name.append(...)` or `name.insert(...)` runs in the method's own body: looked for
     among the file's calls of those methods that lie within the method's lines."""
-    start = position(method)
-    end = (method.end_lineno or method.lineno, method.end_col_offset or 0)
+    start, end = position(method), end_position(method)
     for attr in ("append", "insert"):
-        calls = sem.whole.calls_by_attr.get(attr, [])
-        for call in islice(calls, bisect_left(calls, start, key=position), None):
-            if position(call) >= end:
-                break
+        for call in starting_within(sem.whole.calls_by_attr.get(attr, []), start, end):
             func = call.func
             if (
                 isinstance(func, ast.Attribute)
