@@ -55,10 +55,11 @@ GRAD_MANAGERS = frozenset(
 
 @dataclass
 class EvaluationLoop:
-    """A loop that calls a model, never back-propagates, and is not part of a training step."""
+    """A loop that looks like evaluation, calls a model and has no backward() or optimizer step
+    in it: a candidate, found by cheap tests; `is_evaluation_loop` says whether it is one."""
 
     loop: Loop
-    model_calls: list[ast.Call] = field(default_factory=list)
+    model_calls: list[ast.Call]  # every model call in its body, in source order
 
 
 @dataclass
@@ -154,16 +155,55 @@ def facts_of(ctx: RuleContext) -> EvaluationFacts:
     return facts
 
 
-def evaluation_loops(ctx: RuleContext) -> list[EvaluationLoop]:
-    """The evaluation loops of the nodes the rules visit (all of the file's, or those of a
-    focused view's blocks)."""
+def evaluation_candidates(ctx: RuleContext) -> list[EvaluationLoop]:
+    """The loops of the nodes the rules visit (all of the file's, or those of a focused view's
+    blocks) that pass the cheap tests of an evaluation loop. A rule asks its own cheap tests of
+    each, then `is_evaluation_loop`: most candidates of most files need no file facts then
+    (a loop under no_grad is no TD401 finding, whatever else it is)."""
     sem = ctx.sem
-    loops: list[EvaluationLoop] | None = sem.derived.get("evaluation:loops")
-    if loops is None:
-        loops = sem.derived["evaluation:loops"] = []
+    found: list[EvaluationLoop] | None = sem.derived.get("evaluation:candidates")
+    if found is None:
+        found = sem.derived["evaluation:candidates"] = []
         if not sem.imports_framework_without_torch(OTHER_FRAMEWORKS):
-            _find_evaluation_loops(ctx, sem, loops)
-    return loops
+            _find_candidates(sem, found)
+    return found
+
+
+def is_evaluation_loop(ctx: RuleContext, candidate: EvaluationLoop) -> bool:
+    """The candidate is an evaluation loop: nothing in it trains (a training helper included),
+    it is not part of a training step, and no evaluation loop around it in the same function
+    already holds its model calls (each belongs to the outermost one). Memoised per loop."""
+    answers: dict[int, bool] = ctx.sem.derived.setdefault("evaluation:confirmed", {})
+    key = id(candidate.loop)
+    answer = answers.get(key)
+    if answer is None:
+        answer = answers[key] = _confirmed(ctx, candidate.loop)
+    return answer
+
+
+def _confirmed(ctx: RuleContext, loop: Loop) -> bool:
+    facts = facts_of(ctx)
+    if facts.trains_in(loop) or not _is_evaluation_loop(ctx, facts, loop):
+        return False
+    sem = ctx.sem
+    # the loops around it whose bodies hold its calls: those of its own function
+    # (`enclosing_loops` stops there, and a loop's calls leave out nested functions too)
+    candidates = _candidates_by_loop(ctx)
+    for around in sem.enclosing_loops(loop):
+        outer = candidates.get(id(around))
+        if outer is not None and is_evaluation_loop(ctx, outer):
+            return False
+    return True
+
+
+def _candidates_by_loop(ctx: RuleContext) -> dict[int, EvaluationLoop]:
+    sem = ctx.sem
+    found: dict[int, EvaluationLoop] | None = sem.derived.get("evaluation:candidates-by-loop")
+    if found is None:
+        found = sem.derived["evaluation:candidates-by-loop"] = {
+            id(candidate.loop): candidate for candidate in evaluation_candidates(ctx)
+        }
+    return found
 
 
 def _file_facts(sem: Semantics) -> EvaluationFacts:
@@ -268,35 +308,18 @@ def _key(function: Function | None) -> int:
     return id(function) if function is not None else 0
 
 
-def _find_evaluation_loops(ctx: RuleContext, sem: Semantics, found: list[EvaluationLoop]) -> None:
-    """Each model call goes to the outermost evaluation loop around it. Loops first: a file has
-    far fewer loops than calls. The cheap tests come first, each a pure condition: what the
-    loop looks like (the file's training facts are built only once a loop passes it: most
-    files have none), whether it trains, whether it calls a model, then the rest."""
+def _find_candidates(sem: Semantics, found: list[EvaluationLoop]) -> None:
+    """Loops first: a file has far fewer loops than calls. Each test is a pure condition, the
+    cheap ones first: whether it trains (the training structure is built once per file),
+    what the loop and its function look like, whether it calls a model."""
     training = training_of(sem)
-    facts: EvaluationFacts | None = None
-    claimed: set[int] = set()
-    # in source order, an outer loop comes before the loops inside it
     for loop in sem.loops:
-        if training.backward_or_step_in(loop):
-            continue  # it trains (the facts say so too), known before any facts are built
-        if facts is not None and facts.trains_in(loop):
-            continue  # a training helper called in it: known once the facts are there
-        if not _looks_like_evaluation_loop(sem, loop):
+        if training.backward_or_step_in(loop) or not _looks_like_evaluation_loop(sem, loop):
             continue
-        facts = facts or facts_of(ctx)
-        if facts.trains_in(loop):
-            continue
-        model_calls = [
-            call
-            for call in training.calls_in(loop)
-            if id(call) not in claimed and is_model_call(sem, call)
-        ]
-        if not model_calls or not _is_evaluation_loop(ctx, facts, loop):
-            continue
-        claimed.update(id(call) for call in model_calls)
-        model_calls.sort(key=position)
-        found.append(EvaluationLoop(loop, model_calls))
+        model_calls = [call for call in training.calls_in(loop) if is_model_call(sem, call)]
+        if model_calls:
+            model_calls.sort(key=position)
+            found.append(EvaluationLoop(loop, model_calls))
 
 
 def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:

@@ -14,9 +14,10 @@ from ...summaries import resolve_call
 from ._shared import (
     GRAD_MANAGERS,
     call_sites,
-    evaluation_loops,
+    evaluation_candidates,
     facts_of,
     grad_mode_at,
+    is_evaluation_loop,
     is_model_call,
     model_of,
 )
@@ -140,12 +141,16 @@ def _function_runs_without_grad(ctx: RuleContext, function: Function, depth: int
 )
 def eval_without_no_grad(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    for entry in evaluation_loops(ctx):
-        loop = entry.loop
-        calls = [c for c in entry.model_calls if grad_mode_at(sem, c) is None]
+    # a loop's own conditions first: most evaluation loops run under no_grad already, and
+    # then whether the loop is one needs no facts of the file
+    for candidate in evaluation_candidates(ctx):
+        loop = candidate.loop
+        calls = [c for c in candidate.model_calls if grad_mode_at(sem, c) is None]
         if not calls:
             continue
         if _grad_off_before(ctx, loop) or _wants_gradients_inside(ctx, loop):
+            continue
+        if not is_evaluation_loop(ctx, candidate):
             continue
         function = sem.enclosing_function(loop)
         if function is not None and _function_runs_without_grad(ctx, function, 0):

@@ -14,8 +14,9 @@ from ...semantics import Function, Loop, Semantics, position
 from ._shared import (
     ModeEvent,
     call_sites,
-    evaluation_loops,
+    evaluation_candidates,
     facts_of,
+    is_evaluation_loop,
     map_receiver,
     mode_events_in,
     mode_events_inside,
@@ -106,20 +107,23 @@ def _mode_layers_of_call(ctx: RuleContext, model_call: ast.Call) -> list[str]:
 )
 def eval_without_model_eval(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    for entry in evaluation_loops(ctx):
-        loop = entry.loop
-        if any(event.mode != "train" for event in mode_events_inside(ctx, loop)):
-            continue
-        call = entry.model_calls[0]
+    # what the model is made of first: most loops run a model the file only receives, and
+    # then whether the loop is an evaluation loop needs no facts of the file
+    for candidate in evaluation_candidates(ctx):
+        loop = candidate.loop
+        call = candidate.model_calls[0]
         model = sem.dotted(model_of(call))
         if _in_own_method(sem, loop, model):
             continue
-        if _mode_reached(ctx, loop, model, 0):
-            continue
         layers = next(
-            (found for c in entry.model_calls if (found := _mode_layers_of_call(ctx, c))), []
+            (found for c in candidate.model_calls if (found := _mode_layers_of_call(ctx, c))),
+            [],
         )
-        if not layers:
+        if not layers or not is_evaluation_loop(ctx, candidate):
+            continue
+        if any(event.mode != "train" for event in mode_events_inside(ctx, loop)):
+            continue
+        if _mode_reached(ctx, loop, model, 0):
             continue
         name = model or "model"
         message = (

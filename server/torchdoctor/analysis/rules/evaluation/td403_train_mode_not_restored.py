@@ -12,6 +12,7 @@ from ...file_facts import file_fact
 from ...findings import Finding, Fix, Severity, rule
 from ...function_body import own_nodes
 from ...semantics import Function, Loop, Semantics, ValueKind
+from ...summaries import summaries_of
 from ...training import exits_after, training_of
 from ._shared import (
     ModeEvent,
@@ -82,12 +83,31 @@ def _eval_events(ctx: RuleContext) -> Iterator[ModeEvent]:
     switches = sem.whole.calls_by_attr
     if "eval" not in switches and "train" not in switches:
         return  # every event is an `.eval()`/`.train()` call, or a call of a helper making one
+    if not _switches_inside_a_loop(sem):
+        return  # an event outside every loop leaves no loop to train again after it
     mode_functions = facts_of(ctx).mode_functions
     scopes: list[ast.AST] = [sem.tree, *(f for f in sem.functions if id(f) in mode_functions)]
     for scope in scopes:
         for event in mode_events_in(ctx, scope):
             if event.mode == "eval":
                 yield event
+
+
+def _switches_inside_a_loop(sem: Semantics) -> bool:
+    """A switch to eval mode (`.eval()`, `.train(False)`), or a call of a local function that
+    switches a mode, lies inside a loop: what any event the rule reports on is (see
+    `training_after`). Asked of the whole file, as the events are; before the file's evaluation
+    facts, which most files then never need (their `.train()` calls switch to train mode)."""
+    whole = sem.whole
+    for name in ("eval", "train"):
+        for call in whole.method_calls(name):
+            if whole.enclosing_loops(call) and mode_of_call(whole, call) == "eval":
+                return True
+    summaries = summaries_of(whole)
+    return any(
+        summaries.by_function[id(called)].switches_mode and whole.enclosing_loops(call)
+        for call, called in summaries.local_calls
+    )
 
 
 def _is_trained(ctx: RuleContext, model: str, after: TrainingAfter) -> bool:
