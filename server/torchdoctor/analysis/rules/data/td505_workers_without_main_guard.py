@@ -14,6 +14,7 @@ from ...bindings import (
     enclosing_class,
     methods_of,
     module_functions,
+    scope_of,
 )
 from ...context import RuleContext
 from ...expressions import last_name
@@ -33,6 +34,7 @@ from ._shared import (
     binding_scope,
     in_main_guard,
     int_constant,
+    is_main_guard,
     iteration_sites,
     parameter_names,
     reaches_from_module,
@@ -251,6 +253,8 @@ class _WorkerStarts:
         sem = self.sem
         sites: list[ast.expr] = []
         for call, handle in self.loaders:
+            if not handle.startswith("self.") and scope_of(sem.whole, call) is not sem.whole.tree:
+                continue  # a function's own loader: it is iterated in that function only
             for site in iteration_sites(sem, handle, call):
                 if at_module_level(sem, site.node):
                     sites.append(site.node)
@@ -282,19 +286,25 @@ def calls_by_function(sem: Semantics, block: BlockIndex) -> dict[int, list[ast.C
 
 
 def module_level_calls(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.Call]]:
-    """The block's calls outside any function, class body or lambda, under one key. Those of a
-    top-level `def` or `class`, its header's too (a decorator, a default, a base), are under
-    it: only the other statements' calls are looked at, found by position."""
+    """The block's calls outside any function, class body or lambda, and outside the body of
+    a top-level main guard, under one key. Those of a top-level `def` or `class`, its header's
+    too (a decorator, a default, a base), are under it: only the other statements' calls are
+    looked at, found by position; of a main guard, its test's and its `else:`'s."""
     calls = block.calls
     found: list[ast.Call] = []
     for statement in block.statements:
-        if type(statement) in _DEFINITIONS:
+        kind = type(statement)
+        if kind in _DEFINITIONS:
             continue
-        found.extend(
-            call
-            for call in starting_within(calls, position(statement), end_position(statement))
-            if at_module_level(sem, call)
-        )
+        parts: list[ast.AST] = [statement]
+        if kind is ast.If and is_main_guard(statement.test):  # type: ignore[attr-defined]  # type() tested above
+            parts = [statement.test, *statement.orelse]  # type: ignore[attr-defined]  # type() tested above
+        for part in parts:
+            found.extend(
+                call
+                for call in starting_within(calls, position(part), end_position(part))
+                if at_module_level(sem, call)
+            )
     return {"": found} if found else {}
 
 
