@@ -79,12 +79,16 @@ def _returned_as_loss(ctx: RuleContext, function: Function | None, target: str, 
     back-propagates, not a leak. Only where the function never back-propagates and the loop
     runs no model (an evaluation loop returning its summed losses still leaks)."""
     sem = ctx.sem
-    summary = summaries_of(sem).of(function)
-    if function is None or summary is None or summary.calls_backward:
+    if function is None:
         return False
     if any(sem.kind_of(call.func) is ValueKind.MODEL for call in training_of(sem).calls_in(loop)):
         return False
-    return target in _feeding_returns(ctx, function)
+    # pure tests: the function's own data flow (its accumulations asked for it already)
+    # before the file's summaries, which most files then never need
+    if target not in _feeding_returns(ctx, function):
+        return False
+    summary = summaries_of(sem).of(function)
+    return summary is not None and not summary.calls_backward
 
 
 def _feeding_returns(ctx: RuleContext, function: Function) -> set[str]:

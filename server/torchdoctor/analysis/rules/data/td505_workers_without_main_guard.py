@@ -296,7 +296,7 @@ def module_level_calls(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.
         kind = type(statement)
         if kind in _DEFINITIONS:
             continue
-        parts: list[ast.AST] = [statement]
+        parts: list[ast.stmt | ast.expr] = [statement]
         if kind is ast.If and is_main_guard(statement.test):  # type: ignore[attr-defined]  # type() tested above
             parts = [statement.test, *statement.orelse]  # type: ignore[attr-defined]  # type() tested above
         for part in parts:
