@@ -10,7 +10,15 @@ from ...call_edits import add_keyword
 from ...context import RuleContext
 from ...dataflow import Definition, ScopeFlow, flow_of, names_with_history
 from ...findings import Finding, Fix, Severity, rule
-from ...semantics import Function, Semantics, ValueKind
+from ...semantics import (
+    Function,
+    Loop,
+    Semantics,
+    ValueKind,
+    end_position,
+    position,
+    starting_within,
+)
 from ...training import exits_after, function_scope, in_exclusive_branches, training_of
 
 PAIR_WINDOW = 8  # how many later backward() calls each one is compared with (TD103)
@@ -45,6 +53,8 @@ def backward_twice(ctx: RuleContext) -> Iterator[Finding]:
         groups.setdefault(key, []).append(call)
     sources: dict[int, set[Definition]] = {}
     for group in groups.values():
+        if len(group) < 2:
+            continue  # one backward() in its loop: no pair to compare
         flow = flow_of(sem, function_scope(sem, group[0]))
         for first_index, first in enumerate(group):
             for second in group[first_index + 1 : first_index + 1 + PAIR_WINDOW]:
@@ -93,13 +103,17 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
     loops = sem.enclosing_loops(call)
     if receiver is None or not loops:
         return None
+    loop = loops[0]
+    # pure tests, the one most calls fail first: an assignment of the name in the loop's
+    # iterations (the loss computed in the loop), found without the function's data flow
+    if _assigned_in(sem, receiver.id, loop):
+        return None
     flow = flow_of(sem, function_scope(sem, call))
     definition = flow.reaching(receiver.id, call)
     if definition is None or not _is_computed(definition):
         return None
     if _is_engine_backward(receiver, definition, call):
         return None
-    loop = loops[0]
     if any(sem.in_loop(d.node, loop) or d.node is loop for d in flow.definitions[receiver.id]):
         return None  # the common case: the loss is computed in the loop
     # pure tests; this one last: the first asks about every call of the file
@@ -111,6 +125,16 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
         'through the graph a second time"; compute the loss inside the loop'
     )
     return ctx.finding("TD103", call, message)
+
+
+def _assigned_in(sem: Semantics, name: str, loop: Loop) -> bool:
+    """An assignment of `name` runs in the loop's iterations (not in a function or class
+    defined there): one of the definitions the data flow finds there."""
+    assignments = sem.assignments_to(name)
+    if not assignments:
+        return False
+    start, end = position(loop.body[0]), end_position(loop.body[-1])
+    return any(sem.in_loop(assign, loop) for assign in starting_within(assignments, start, end))
 
 
 ENGINE_NAME = re.compile(r"accelerat|fabric|engine|deepspeed", re.IGNORECASE)
