@@ -394,6 +394,32 @@ def function_scope(sem: Semantics, node: ast.AST) -> Function | ast.Module:
     return sem.enclosing_function(node) or sem.tree
 
 
+def bound_by_iterations(sem: Semantics, name: str, loop: Loop) -> bool:
+    """The loop's own target or an assignment in its iterations binds the plain `name` (`for x,
+    y in loader`, `loss = ...` in the body): each is one of the definitions the data flow of
+    its function finds in the loop, found here without building that flow. False says
+    nothing: a `with ... as name` or an inner loop's target may still bind it there."""
+    if type(loop) is not ast.While and _target_binds(loop.target, name):  # type: ignore[union-attr]  # For and AsyncFor have a target
+        return True
+    assignments = sem.assignments_to(name)
+    if not assignments:
+        return False
+    start, end = position(loop.body[0]), end_position(loop.body[-1])
+    return any(sem.in_loop(assign, loop) for assign in starting_within(assignments, start, end))
+
+
+def _target_binds(target: ast.AST, name: str) -> bool:
+    """An assignment target binds the plain `name` (unpacking included)."""
+    kind = type(target)
+    if kind is ast.Name:
+        return target.id == name  # type: ignore[attr-defined, no-any-return]  # type() tested above
+    if kind is ast.Starred:
+        return _target_binds(target.value, name)  # type: ignore[attr-defined]  # type() tested above
+    if kind is ast.Tuple or kind is ast.List:
+        return any(_target_binds(element, name) for element in target.elts)  # type: ignore[attr-defined]  # type() tested above
+    return False
+
+
 def training_of(sem: Semantics) -> TrainingStructure:
     """The training structure of a document, computed once and shared by every rule; for a
     focused view (see `Semantics.focused_on`), of the loops in its blocks."""

@@ -10,16 +10,14 @@ from ...call_edits import add_keyword
 from ...context import RuleContext
 from ...dataflow import Definition, ScopeFlow, flow_of, names_with_history
 from ...findings import Finding, Fix, Severity, rule
-from ...semantics import (
-    Function,
-    Loop,
-    Semantics,
-    ValueKind,
-    end_position,
-    position,
-    starting_within,
+from ...semantics import Function, Semantics, ValueKind
+from ...training import (
+    bound_by_iterations,
+    exits_after,
+    function_scope,
+    in_exclusive_branches,
+    training_of,
 )
-from ...training import exits_after, function_scope, in_exclusive_branches, training_of
 
 PAIR_WINDOW = 8  # how many later backward() calls each one is compared with (TD103)
 
@@ -104,9 +102,9 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
     if receiver is None or not loops:
         return None
     loop = loops[0]
-    # pure tests, the one most calls fail first: an assignment of the name in the loop's
-    # iterations (the loss computed in the loop), found without the function's data flow
-    if _assigned_in(sem, receiver.id, loop):
+    # pure tests, the one most calls fail first: the name bound in the loop's iterations (the
+    # loss computed in the loop), found without the function's data flow
+    if bound_by_iterations(sem, receiver.id, loop):
         return None
     flow = flow_of(sem, function_scope(sem, call))
     definition = flow.reaching(receiver.id, call)
@@ -125,16 +123,6 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
         'through the graph a second time"; compute the loss inside the loop'
     )
     return ctx.finding("TD103", call, message)
-
-
-def _assigned_in(sem: Semantics, name: str, loop: Loop) -> bool:
-    """An assignment of `name` runs in the loop's iterations (not in a function or class
-    defined there): one of the definitions the data flow finds there."""
-    assignments = sem.assignments_to(name)
-    if not assignments:
-        return False
-    start, end = position(loop.body[0]), end_position(loop.body[-1])
-    return any(sem.in_loop(assign, loop) for assign in starting_within(assignments, start, end))
 
 
 ENGINE_NAME = re.compile(r"accelerat|fabric|engine|deepspeed", re.IGNORECASE)

@@ -42,13 +42,14 @@ def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
         statement = sem.enclosing_statement(value)
         if statement is None or in_no_grad(sem, statement):
             continue
-        if _defined_in_iteration(ctx, target_name, statement, loop):
-            continue
+        # pure tests, the one most accumulations fail first: most accumulate no loss (and
+        # `total += loss.item()` is known to be none without the function's data flow)
         losses = [
             n for n in names_with_history(value) if _is_loss(ctx, n, loop, backward_receivers)
         ]
-        # pure tests, the one most accumulations fail first: most accumulate no loss
         if not losses and not _is_direct_loss(ctx, value):
+            continue
+        if _defined_in_iteration(ctx, target_name, statement, loop):
             continue
         function = sem.enclosing_function(value)
         if mentioned_in_backward.mentions(function, target_name):

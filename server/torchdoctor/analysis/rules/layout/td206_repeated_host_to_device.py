@@ -10,7 +10,7 @@ from ...context import RuleContext
 from ...dataflow import flow_of
 from ...findings import Finding, Fix, Severity, rule
 from ...semantics import Loop
-from ...training import function_scope
+from ...training import bound_by_iterations, function_scope
 from ._shared import element_for, is_device_like, step_loop, training_loops
 
 HOST_TENSOR_FACTORIES = (
@@ -66,6 +66,8 @@ def repeated_host_to_device(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _bound_in_loop(ctx: RuleContext, name: str, loop: Loop) -> bool:
+    if bound_by_iterations(ctx.sem, name, loop):
+        return True  # most names moved in a loop are its batch: known without the data flow
     flow = flow_of(ctx.sem, function_scope(ctx.sem, loop))
     for definition in flow.definitions.get(name, []):
         node = definition.node
