@@ -186,19 +186,6 @@ def assignments_to(sem: Semantics, dotted: str) -> list[ast.Assign | ast.AnnAssi
     return index.get(dotted, [])
 
 
-def _calls_of_builtin(sem: Semantics, name: str) -> list[ast.Call]:
-    sem = sem.whole  # a fact of the file, even for a focused view
-    index: dict[str, list[ast.Call]] | None = sem.derived.get("data:name_calls")
-    if index is None:
-        index = {}
-        for call in sem.calls:
-            if isinstance(call.func, ast.Name):
-                index.setdefault(call.func.id, []).append(call)
-        sem.derived["data:name_calls"] = index
-    return index.get(name, [])
-
-
 def calls_by_name(sem: Semantics, name: str) -> list[ast.Call]:
-    """Calls of a plain name (`train(...)`), from one shared index."""
-    sem = sem.whole  # a fact of the file, even for a focused view
-    return _calls_of_builtin(sem, name)
+    """Calls of a plain name (`train(...)`) anywhere in the file, in source order."""
+    return sem.whole.calls_by_name.get(name, [])

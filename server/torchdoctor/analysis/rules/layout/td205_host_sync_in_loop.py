@@ -52,9 +52,7 @@ def host_sync_in_loop(ctx: RuleContext) -> Iterator[Finding]:
                     "and convert every N steps"
                 )
                 yield ctx.finding("TD205", call, message, _detach_fix(ctx, call, attr))
-    for call in sem.calls:
-        if not (isinstance(call.func, ast.Name) and call.func.id == "print"):
-            continue
+    for call in sem.calls_by_name.get("print", ()):
         loop = step_loop(ctx, call)
         if loop is None or syncs_on_every_step(sem, loop):
             continue
