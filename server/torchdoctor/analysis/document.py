@@ -12,7 +12,7 @@ from .blocks import is_continuation, scan
 from .findings import Span
 from .gc_pause import gc_paused
 from .lines import LineIndex
-from .noqa import Suppression, find_suppressions
+from .noqa import Suppression, find_suppressions, may_hold_suppressions
 from .semantics import Semantics, build_semantics
 
 # Repairs per top-level block before the block is given up; each repair re-parses one block.
@@ -70,8 +70,8 @@ class Document:
         """The noqa comments by line: found once, though an edit runs the rules in parts."""
         if self._suppressions is None:
             # one scan in C first: most files have no noqa at all
-            has_noqa = "noqa" in self.text.lower()
-            self._suppressions = find_suppressions(self.index.lines) if has_noqa else {}
+            found = may_hold_suppressions(self.text)
+            self._suppressions = find_suppressions(self.index.lines) if found else {}
         return self._suppressions
 
     @property
