@@ -844,7 +844,6 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     classes.sort(key=_start)
     assigns.sort(key=_start)
     imports.sort(key=_start)
-    binding_nodes.sort(key=_start)
     calls_by_attr: dict[str, list[ast.Call]] = {}
     calls_by_name: dict[str, list[ast.Call]] = {}
     for call in calls:
@@ -860,6 +859,9 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             groups[callee] = [call]
         else:
             group.append(call)
+    # the binding statements stay in the walk's order: the data flow sorts each name's
+    # bindings by position (two bindings never share one but in the same statement), and the
+    # other readers of these lists ask whether any statement binds a name
     bindings: dict[int, list[ast.AST]] = defaultdict(list)
     for node in binding_nodes:
         scope = _binding_scope(node, parents)
@@ -875,6 +877,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             else plain_functions_by_name
         )
         into.setdefault(function.name, []).append(function)
+    identifiers.update(attributes)  # every name it mentions, attributes among them
     return BlockIndex(
         statements,
         parents,
@@ -888,7 +891,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
         module_bindings,
         dict(bindings),
         imports,
-        frozenset(identifiers.union(attributes)),
+        frozenset(identifiers),
         frozenset(attributes),
         methods_by_name,
         plain_functions_by_name,
