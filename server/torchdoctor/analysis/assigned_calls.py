@@ -57,6 +57,11 @@ def assigned_call(sem: Semantics, node: ast.AST) -> ast.Call | None:
 
 def _reaching_value(sem: Semantics, name: ast.Name) -> ast.AST | None:
     scope = function_scope(sem, name)
+    assigning = _scopes_assigning(sem, name.id)
+    if id(scope) not in assigning and id(sem.tree) not in assigning:
+        # what is returned is the value of an assignment in the scope or at module level:
+        # with none (a parameter, a loop variable), known without the scope's data flow
+        return None
     flow = flow_of(sem, scope)
     definition = flow.reaching(name.id, name)
     if definition is None:
@@ -77,6 +82,19 @@ def _reaching_value(sem: Semantics, name: ast.Name) -> ast.AST | None:
     if not isinstance(node, ast.Assign | ast.AnnAssign):
         return None
     return definition.value
+
+
+def _scopes_assigning(sem: Semantics, name: str) -> frozenset[int]:
+    """The scopes (`function_scope`, by id) of the assignments with a value that bind `name`:
+    memoised per name, one pass over them."""
+    whole = sem.whole
+    memo: dict[str, frozenset[int]] = whole.derived.setdefault("assigned-calls:scopes", {})
+    found = memo.get(name)
+    if found is None:
+        found = memo[name] = frozenset(
+            id(function_scope(whole, assign)) for assign in whole.assignments_to(name)
+        )
+    return found
 
 
 def single_assignments_to(sem: Semantics, dotted: str) -> list[ast.Assign | ast.AnnAssign]:
