@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from .dataflow import flow_of
 from .semantics import FUNCTION_NODES, BlockIndex, Function, Semantics
 from .training import function_scope
+from .tree_walk import walk
 
 
 def assigned_name(sem: Semantics, call: ast.Call) -> str | None:
@@ -86,7 +87,7 @@ def names_bound_in(sem: Semantics, scope: ast.AST) -> set[str]:
             if owner is None:
                 continue
             names = index.setdefault(id(owner), set())
-            for node in ast.walk(bound):
+            for node in walk(bound):
                 if isinstance(node, ast.Name):
                     names.add(node.id)
         sem.derived["data:bound_names"] = index

@@ -12,6 +12,7 @@ import ast
 import re
 
 from .semantics import Semantics
+from .tree_walk import walk
 
 MODE_LAYER = re.compile(r"Dropout|BatchNorm|^Transformer")
 RECURRENT_LAYERS = ("RNN", "LSTM", "GRU", "MultiheadAttention")
@@ -86,7 +87,7 @@ def _torch_layer(sem: Semantics, name: str, call: ast.Call, depth: int) -> list[
     if name in CONTAINERS:
         found: list[str] = []
         for argument in call.args:
-            for node in ast.walk(argument):
+            for node in walk(argument):
                 if isinstance(node, ast.Call):
                     _add(found, constructor_mode_layers(sem, node, depth + 1))
         return found
@@ -125,7 +126,7 @@ def class_mode_layers(sem: Semantics, cls: ast.ClassDef, depth: int = 0) -> list
         local = _unique_class(sem, dotted) if dotted is not None else None
         if local is not None and local is not cls and depth <= MAX_DEPTH:
             _add(found, class_mode_layers(sem, local, depth + 1))
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, ast.Attribute) and node.attr == "training":
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 _add(found, ["a branch on `self.training`"])

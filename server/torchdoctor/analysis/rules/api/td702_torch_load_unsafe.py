@@ -10,6 +10,7 @@ from ...call_edits import add_keyword
 from ...context import RuleContext
 from ...findings import Finding, Fix, Severity, rule
 from ...semantics import Semantics
+from ...tree_walk import walk
 from .call_arguments import has_double_star, is_constant, keyword_named
 from .symbol_findings import version_text
 
@@ -131,7 +132,7 @@ def _fallback_after_safe_load(sem: Semantics, call: ast.Call) -> bool:
         and (keyword := keyword_named(node, "weights_only")) is not None
         and not is_constant(keyword.value, False)
         for statement in attempt.body
-        for node in ast.walk(statement)
+        for node in walk(statement)
     )
 
 
@@ -167,5 +168,5 @@ def _old_signature_fallback(ctx: RuleContext, call: ast.Call) -> bool:
         and sem.call_qualname(node) == qualname
         and keyword_named(node, "weights_only") is not None
         for statement in attempt.body
-        for node in ast.walk(statement)
+        for node in walk(statement)
     )

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...findings import Finding, Fix
 from ...semantics import Semantics
+from ...tree_walk import walk
 
 
 def in_compat_branch(sem: Semantics, node: ast.AST) -> bool:
@@ -61,7 +62,7 @@ def _catches_missing(statement: ast.Try) -> bool:
 
 
 def _tests_version(test: ast.AST) -> bool:
-    for node in ast.walk(test):
+    for node in walk(test):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in ("hasattr", "getattr"):
                 return True

@@ -11,6 +11,7 @@ from ...context import RuleContext
 from ...dataflow import flow_of
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...training import function_scope, training_of
+from ...tree_walk import walk
 from ._shared import flat_targets
 
 
@@ -133,7 +134,7 @@ def _reportable_data_write(ctx: RuleContext, node: ast.AST, data: ast.Attribute,
 
 
 def _mentions_grad_attribute(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr == "grad" for n in ast.walk(node))
+    return any(isinstance(n, ast.Attribute) and n.attr == "grad" for n in walk(node))
 
 
 def _is_init_function(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -154,7 +155,7 @@ def _iterates_modules(ctx: RuleContext, loop: ast.AST) -> bool:
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in ("modules", "named_modules", "children", "named_children")
-        for node in ast.walk(iterable)
+        for node in walk(iterable)
     )
 
 
@@ -190,7 +191,7 @@ def _holds_tensor(ctx: RuleContext, owner: ast.AST, at: ast.AST) -> bool:
             ):
                 return True
     # `x.grad` read in the same function: a tensor that takes part in autograd
-    for node in ast.walk(scope):
+    for node in walk(scope):
         if (
             isinstance(node, ast.Attribute)
             and node.attr == "grad"
@@ -204,7 +205,7 @@ def _holds_tensor(ctx: RuleContext, owner: ast.AST, at: ast.AST) -> bool:
 def _iterates_parameters(ctx: RuleContext, iterable: ast.AST, at: ast.AST) -> bool:
     """`model.parameters()`, `zip(ema.parameters(), model.parameters())`, `group["params"]`,
     or a name bound to one of them."""
-    for node in ast.walk(iterable):
+    for node in walk(iterable):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -226,7 +227,7 @@ def _iterates_parameters(ctx: RuleContext, iterable: ast.AST, at: ast.AST) -> bo
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr in PARAMETER_ITERATORS
-                for node in ast.walk(definition.value)
+                for node in walk(definition.value)
             )
     return False
 

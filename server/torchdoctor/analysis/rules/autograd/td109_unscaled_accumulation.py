@@ -10,6 +10,7 @@ from ...context import RuleContext
 from ...dataflow import flow_of
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...training import TrainingLoop, function_scope, training_of
+from ...tree_walk import walk
 
 
 @rule(
@@ -91,7 +92,7 @@ def _scale_matters(ctx: RuleContext, entry: TrainingLoop) -> bool:
 
 
 def _walk_set(node: ast.AST) -> list[ast.AST]:
-    return list(ast.walk(node))
+    return list(walk(node))
 
 
 def _modulo_condition(
@@ -102,7 +103,7 @@ def _modulo_condition(
         if ancestor is loop:
             return None
         if isinstance(ancestor, ast.If):
-            for part in ast.walk(ancestor.test):
+            for part in walk(ancestor.test):
                 if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod):
                     divisor = part.right
                     if isinstance(divisor, ast.Constant) and (

@@ -9,6 +9,7 @@ import ast
 from ...dataflow import flow_of
 from ...semantics import FUNCTION_NODES, Function, Semantics
 from ...training import function_scope
+from ...tree_walk import walk
 
 MAX_DEPTH = 6  # names, subscripts, receivers and functions followed, at most
 
@@ -109,7 +110,7 @@ def places_items_on_device(
 
 
 def _moves_to_device(sem: Semantics, function: Function | ast.Lambda, depth: int) -> bool:
-    for node in ast.walk(function):
+    for node in walk(function):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -375,7 +376,7 @@ def _defining_scope(sem: Semantics, function: Function) -> ast.AST | None:
 def _returns_of(sem: Semantics, function: Function) -> list[ast.expr]:
     return [
         node.value
-        for node in ast.walk(function)
+        for node in walk(function)
         if isinstance(node, ast.Return)
         and node.value is not None
         and sem.enclosing_function(node) is function

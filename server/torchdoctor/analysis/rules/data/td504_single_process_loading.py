@@ -24,6 +24,7 @@ from ...loader_calls import Arguments, bind_arguments, loader_calls
 from ...loader_purpose import dataset_value, is_training_loader
 from ...semantics import Function, Semantics
 from ...training import function_scope
+from ...tree_walk import walk
 from ._shared import in_main_guard, int_constant, iteration_sites, parameter_names
 from .loader_workload import (
     places_items_on_device,
@@ -303,7 +304,7 @@ def _cheap_getitem(
 ) -> bool:
     local_names = set(parameter_names(getitem)) | set(_local_bindings(sem, getitem))
     for statement in getitem.body:
-        for node in ast.walk(statement):
+        for node in walk(statement):
             if isinstance(node, ast.stmt) and not isinstance(node, CHEAP_STATEMENTS):
                 return False  # loops, `with open(...)`, `try`, nested definitions
             if isinstance(node, ast.Call) and not _cheap_call(sem, node):
@@ -404,7 +405,7 @@ def _local_bindings(sem: Semantics, function: Function) -> dict[str, list[Bindin
         ):
             found.setdefault(f"self.{target.attr}", []).append((value, index, function))
 
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
@@ -456,7 +457,7 @@ def _returns_in_memory(
 ) -> bool:
     returns = [
         node.value
-        for node in ast.walk(function)
+        for node in walk(function)
         if isinstance(node, ast.Return) and sem.enclosing_function(node) is function
     ]
     return bool(returns) and all(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ast
 
+from ...tree_walk import walk
+
 RANK_WORDS = ("rank", "gpu", "ordinal", "process_index")
 
 
 def mentions_rank(expr: ast.AST) -> bool:
-    for node in ast.walk(expr):
+    for node in walk(expr):
         name = ""
         if isinstance(node, ast.Name):
             name = node.id

@@ -22,6 +22,7 @@ from ...indentation import indent_lines, indent_unit
 from ...parallel_wrappers import DDP_CLASSES
 from ...semantics import Function, Semantics
 from ...training import statement_list_of
+from ...tree_walk import walk
 from ._shared import mentions_rank
 
 SAVE_FUNCTIONS = ("torch.save", "torch.serialization.save")
@@ -164,7 +165,7 @@ def _helper_test(sem: Semantics, helper: Function, depth: int) -> str | None:
 def _decide_helper_test(sem: Semantics, helper: Function, depth: int) -> str | None:
     returns = [
         node.value
-        for node in ast.walk(helper)
+        for node in walk(helper)
         if isinstance(node, ast.Return) and sem.enclosing_function(node) is helper
     ]
     tests = [

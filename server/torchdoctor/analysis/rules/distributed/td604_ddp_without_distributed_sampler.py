@@ -17,6 +17,7 @@ from ...loader_purpose import is_training_loader
 from ...parallel_wrappers import DDP_CLASSES, FSDP_CLASSES
 from ...semantics import Semantics
 from ...training import function_scope
+from ...tree_walk import walk
 from ._shared import mentions_rank
 
 
@@ -141,7 +142,7 @@ def _dataset_split_by_rank(sem: Semantics, args: Arguments) -> bool:
     for value in values:
         if mentions_rank(value) or any(
             isinstance(n, ast.Name | ast.Attribute) and "world" in (sem.dotted(n) or "").lower()
-            for n in ast.walk(value)
+            for n in walk(value)
         ):
             return True
         if isinstance(value, ast.Call) and _is_iterable_dataset_class(sem, value.func):

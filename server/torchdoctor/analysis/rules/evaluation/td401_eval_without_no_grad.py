@@ -11,6 +11,7 @@ from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...function_body import own_nodes
 from ...semantics import Function, Loop, Semantics, ValueKind, position
 from ...summaries import resolve_call
+from ...tree_walk import walk
 from ._shared import (
     GRAD_MANAGERS,
     call_sites,
@@ -180,7 +181,7 @@ def _wrap_in_inference_mode(ctx: RuleContext, loop: Loop) -> Fix | None:
     if not body_indent.startswith(indent) or len(body_indent) == len(indent):
         return None
     unit = body_indent[len(indent) :]
-    for node in ast.walk(loop):
+    for node in walk(loop):
         if isinstance(node, ast.Constant | ast.JoinedStr) and getattr(
             node, "end_lineno", node.lineno
         ) != getattr(node, "lineno", 0):

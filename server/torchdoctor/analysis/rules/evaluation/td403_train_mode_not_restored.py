@@ -14,6 +14,7 @@ from ...function_body import own_nodes
 from ...semantics import Function, Loop, Semantics, ValueKind
 from ...summaries import summaries_of
 from ...training import exits_after, training_of
+from ...tree_walk import walk
 from ._shared import (
     ModeEvent,
     TrainingAfter,
@@ -75,7 +76,7 @@ def _rebound_each_iteration(loop: Loop, model: str) -> bool:
     if not isinstance(loop, ast.For | ast.AsyncFor):
         return False
     head = model.split(".", 1)[0]
-    return any(isinstance(n, ast.Name) and n.id == head for n in ast.walk(loop.target))
+    return any(isinstance(n, ast.Name) and n.id == head for n in walk(loop.target))
 
 
 def _eval_events(ctx: RuleContext) -> Iterator[ModeEvent]:

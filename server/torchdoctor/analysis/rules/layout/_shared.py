@@ -8,6 +8,7 @@ from ...context import RuleContext
 from ...dataflow import Definition, flow_of
 from ...semantics import Loop, ValueKind
 from ...training import function_scope, in_exclusive_branches, runs_every_iteration, training_of
+from ...tree_walk import walk
 
 # Core candidates: "is this expression a tensor", "training loops (innermost loops around
 # backward)" are asked by several families.
@@ -457,7 +458,7 @@ def _parameter_is_tensor(
 def used_as_tensor(
     ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str
 ) -> bool:
-    for node in ast.walk(function):
+    for node in walk(function):
         if not (isinstance(node, ast.Name) and node.id == name):
             continue
         parent = ctx.sem.parent(node)

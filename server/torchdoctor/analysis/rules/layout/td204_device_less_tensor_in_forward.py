@@ -204,7 +204,7 @@ def _mixed_with_inputs(
     ):
         return False
     name = parent.targets[0].id
-    for node in ast.walk(function):
+    for node in walk(function):
         if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
             continue
         if ctx.doc.span_of(node) < ctx.doc.span_of(parent):
@@ -321,7 +321,7 @@ def _forward_input_is_tensor(
     method, handed to a submodule (`self.emb(idx)`) or to a torch function."""
     if used_as_tensor(ctx, function, name):
         return True
-    for node in ast.walk(function):
+    for node in walk(function):
         if not (isinstance(node, ast.Name) and node.id == name):
             continue
         parent = ctx.sem.parent(node)

@@ -10,6 +10,7 @@ from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...semantics import Loop
 from ...training import training_of
+from ...tree_walk import walk
 from ._shared import step_loop, training_loops
 from .device_evidence import syncs_on_every_step, targets_accelerator
 
@@ -94,9 +95,9 @@ def _names_tested_in(ctx: RuleContext, loop: Loop) -> frozenset[str]:
     found = cache.get(id(loop))
     if found is None:
         names: set[str] = set()
-        for node in ast.walk(loop):
+        for node in walk(loop):
             if isinstance(node, ast.If | ast.While | ast.Assert) and node is not loop:
-                names.update(n.id for n in ast.walk(node.test) if isinstance(n, ast.Name))
+                names.update(n.id for n in walk(node.test) if isinstance(n, ast.Name))
         found = cache[id(loop)] = frozenset(names)
     return found
 

@@ -11,6 +11,7 @@ from ...dataflow import flow_of
 from ...findings import Finding, Fix, Severity, rule
 from ...semantics import Loop
 from ...training import bound_by_iterations, function_scope
+from ...tree_walk import walk
 from ._shared import element_for, is_device_like, step_loop, training_loops
 
 HOST_TENSOR_FACTORIES = (
@@ -78,7 +79,7 @@ def _bound_in_loop(ctx: RuleContext, name: str, loop: Loop) -> bool:
 
 def _arguments_invariant(ctx: RuleContext, call: ast.Call, loop: Loop) -> bool:
     for argument in [*call.args, *(k.value for k in call.keywords)]:
-        for node in ast.walk(argument):
+        for node in walk(argument):
             if isinstance(node, ast.Name) and _bound_in_loop(ctx, node.id, loop):
                 return False
     return True

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...findings import Finding, Fix, Severity, rule
 from ...semantics import FUNCTION_NODES
+from ...tree_walk import walk
 from ._shared import is_tensor_expr
 
 
@@ -48,7 +49,7 @@ def _guarded_by_isinstance(ctx: RuleContext, call: ast.Call, data: ast.AST) -> b
         return False
     for ancestor in ctx.sem.ancestors(call):
         if isinstance(ancestor, ast.If | ast.IfExp):
-            for node in ast.walk(ancestor.test):
+            for node in walk(ancestor.test):
                 if (
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Name)

@@ -14,6 +14,7 @@ from ...findings import Edit, Fix, Span
 from ...function_body import own_nodes
 from ...semantics import BlockIndex, Semantics, call_order
 from ...training import function_scope, statement_list_of
+from ...tree_walk import walk
 from .module_classes import built_from, constructor_name, local_class, method_named, nn_class_name
 
 SOFTMAX_FUNCTIONS = frozenset(
@@ -406,7 +407,7 @@ def _reusable_at(ctx: RuleContext, expr: ast.expr, source_at: ast.AST, use_at: a
     flow = flow_of(sem, function_scope(sem, use_at))
     if function_scope(sem, source_at) is not function_scope(sem, use_at):
         return False
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Call | ast.Lambda | ast.NamedExpr | ast.Await):
             return False
         if isinstance(node, ast.Name):

@@ -11,6 +11,7 @@ from ...dataflow import assigned_plainly, flow_of
 from ...findings import Finding, Fix, Severity, rule
 from ...semantics import Semantics
 from ...training import function_scope
+from ...tree_walk import walk
 from .module_classes import (
     method_named,
     methods_in,
@@ -200,7 +201,7 @@ def _is_number(ctx: RuleContext, node: ast.AST) -> bool:
 
 
 def _requires_grad(node: ast.AST) -> bool:
-    for child in ast.walk(node):
+    for child in walk(node):
         if isinstance(child, ast.Call):
             for keyword in child.keywords:
                 if (
