@@ -75,11 +75,12 @@ def _scale_matters(ctx: RuleContext, entry: TrainingLoop) -> bool:
     times too small), or the optimizer is known and not one that normalises the gradient away
     (SGD). An optimizer of unknown class without clipping: stay quiet."""
     sem = ctx.sem
-    for call in training_of(sem).calls_in(entry.loop):
-        func = call.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name in CLIPPING_CALLS:
-            return True
+    # the clipping calls of the file, found by the name they call, asked whether they run in
+    # the loop's iterations (what a loop's calls are)
+    for name in CLIPPING_CALLS:
+        for group in (sem.calls_by_attr, sem.calls_by_name):
+            if any(sem.in_loop(call, entry.loop) for call in group.get(name, ())):
+                return True
     optimizer = entry.optimizer_names[0]
     classes = [
         (sem.call_qualname(value) or "").rsplit(".", 1)[-1]
