@@ -94,12 +94,15 @@ def _top_level_runs_own_code(sem: Semantics) -> bool:
     if not defined:
         return False
     for statement in sem.tree.body:
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            continue
+        if isinstance(statement, _HOLDING_NO_USE):
+            continue  # a definition's own code, or an import (its names are no uses)
         for node in walk(statement):
             if isinstance(node, ast.Name) and node.id in defined:
                 return True
     return False
+
+
+_HOLDING_NO_USE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
 
 
 def _seeds_torch(sem: Semantics) -> bool:
@@ -108,6 +111,8 @@ def _seeds_torch(sem: Semantics) -> bool:
     # a helper (`set_seed(42)`, `seed_everything(...)`) is trusted to seed torch: the calls
     # are found by the name they call, from the file's indexes
     for calls in (sem.calls_by_attr, sem.calls_by_name):
+        if SEED_NAME.search(" ".join(calls)) is None:
+            continue  # one search in C over every name called: most files call no seed helper
         for name in calls:
             if SEED_NAME.search(name) is None:
                 continue
