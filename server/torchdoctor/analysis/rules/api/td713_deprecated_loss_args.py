@@ -22,10 +22,10 @@ from .symbols import LEGACY_REDUCTION_LOSSES
 )
 def deprecated_loss_args(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    if sem.calls_by_qualname.keys().isdisjoint(LEGACY_REDUCTION_LOSSES):
-        return  # one set operation: most files build no loss with these arguments
-    for qualname in sorted(LEGACY_REDUCTION_LOSSES):
-        for call in sem.calls_by_qualname.get(qualname, []):
+    # one set operation: most files build no loss with these arguments
+    called = sem.calls_by_qualname.keys() & LEGACY_REDUCTION_LOSSES
+    for qualname in sorted(called):
+        for call in sem.calls_by_qualname[qualname]:
             legacy = [k for k in call.keywords if k.arg in ("size_average", "reduce")]
             if not legacy:
                 continue
