@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from torchdoctor.analysis import Config, Document, analyse
 from torchdoctor.analysis.bindings import module_functions
 from torchdoctor.analysis.blocks import scan
+from torchdoctor.analysis.findings import Finding
 from torchdoctor.analysis.incremental import IncrementalAnalyser
 from torchdoctor.analysis.rules.api.references import attribute_references
 from torchdoctor.analysis.rules.data._shared import passed_names_in_block
@@ -141,14 +142,23 @@ def _type_in_function(text: str, needle: str, typed: str) -> str:
     return "\n".join(lines)
 
 
+def _findings_before_and_after(
+    analyser: IncrementalAnalyser, text: str, edited: str
+) -> tuple[list[Finding], list[Finding]]:
+    """The findings of `text`, then of `edited` analysed incrementally, which must be those of
+    a fresh analysis of `edited`."""
+    _, before = analyser.analyse(text, ALL)
+    _, after = analyser.analyse(edited, ALL)
+    assert after == analyse(Document.parse(edited, PATH), ALL)
+    return before, after
+
+
 def test_an_edit_inside_one_function_runs_the_rules_on_its_block_only() -> None:
     text = make_dense_file(600, seed=2)
     analyser = IncrementalAnalyser(PATH)
-    _, before = analyser.analyse(text, ALL)
     edited = _type_in_function(text, "correct = 0", "  # counted")
-    _, after = analyser.analyse(edited, ALL)
+    before, after = _findings_before_and_after(analyser, text, edited)
     assert analyser.runs == (1, 1)  # the first version whole, then one focused run
-    assert after == analyse(Document.parse(edited, PATH), ALL)
     # the findings of the other blocks are the very objects of the version before
     edited_line = next(i for i, line in enumerate(edited.split("\n")) if "# counted" in line)
     blocks = analyser.blocks()
@@ -166,11 +176,9 @@ def test_an_edit_inside_one_function_runs_the_rules_on_its_block_only() -> None:
 def test_lines_added_above_move_the_findings_below_without_analysing_them() -> None:
     text = make_dense_file(400, seed=4)
     analyser = IncrementalAnalyser(PATH)
-    analyser.analyse(text, ALL)
     edited = _type_in_function(text, "correct = 0", "\n    seen = 0\n    seen += 1")
-    _, findings = analyser.analyse(edited, ALL)
+    _findings_before_and_after(analyser, text, edited)
     assert analyser.runs == (1, 1)
-    assert findings == analyse(Document.parse(edited, PATH), ALL)
 
 
 SCRIPT = """import torch
@@ -264,11 +272,8 @@ def test_a_change_another_block_depends_on_analyses_the_file_again() -> None:
         "def fit(model, loader, opt):\n    for x in loader:\n        opt.zero_grad()\n"
         "        model(x).sum().backward()\n        opt.step()\n        helper(model)\n"
     )
-    analyser = IncrementalAnalyser(PATH)
-    _, before = analyser.analyse(text, ALL)
     edited = text.replace("    return model", "    model.eval()\n    return model")
-    _, after = analyser.analyse(edited, ALL)
-    assert after == analyse(Document.parse(edited, PATH), ALL)
+    before, after = _findings_before_and_after(IncrementalAnalyser(PATH), text, edited)
     assert "TD403" in {finding.code for finding in after} - {finding.code for finding in before}
 
 
@@ -280,11 +285,8 @@ def test_a_fix_spells_torch_as_a_fresh_analysis_does_after_an_import_is_repeated
         "import torch\nimport torch as T\n\n\n"
         "def check(model, loader):\n    for x in loader:\n        model(x)\n"
     )
-    analyser = IncrementalAnalyser(PATH)
-    analyser.analyse(text, ALL)
     edited = text.replace("as T\n", "as T\nimport torch\n")
-    _, after = analyser.analyse(edited, ALL)
-    assert after == analyse(Document.parse(edited, PATH), ALL)
+    _, after = _findings_before_and_after(IncrementalAnalyser(PATH), text, edited)
     titles = {f.fix.title for f in after if f.code == "TD401" and f.fix is not None}
     assert titles == {"Wrap the loop in `with torch.inference_mode():`"}
 

@@ -390,21 +390,8 @@ class BlockSummaries:
 def _build(sem: Semantics) -> Summaries:
     own_summaries = _own_summaries(sem)
     by_function = dict(own_summaries)  # an entry is copied when it changes (Summaries.writable)
-    # the calls that may run a local function: by the name of each function that is the only
-    # one (plain or method) of its name, `name(...)` or `x.name(...)`
     resolved: dict[int, Function] = {}
-    local_calls: list[tuple[ast.Call, Function]] = []
-    for name, candidates in sem.plain_functions_by_name.items():
-        if len(candidates) == 1:
-            local_calls.extend((call, candidates[0]) for call in sem.calls_by_name.get(name, ()))
-    for name, candidates in sem.methods_by_name.items():
-        if len(candidates) == 1:
-            local_calls.extend(
-                (call, candidates[0])
-                for call in sem.calls_by_attr.get(name, ())
-                if type(call.func.value) is ast.Name  # type: ignore[attr-defined]  # calls by attribute call an ast.Attribute
-            )
-    local_calls.sort(key=lambda pair: position(pair[0]))
+    local_calls = local_calls_of(sem)
     callers: dict[int, list[tuple[ast.Call, Function]]] = {}
     callees: list[Function] = []  # those with callers, by their first call
     for call, target in local_calls:
@@ -420,6 +407,30 @@ def _build(sem: Semantics) -> Summaries:
     _mark_no_grad_decorators(sem, summaries)
     _propagate(sem, summaries, callers, callees)
     return summaries
+
+
+def local_calls_of(sem: Semantics) -> list[tuple[ast.Call, Function]]:
+    """The calls that may run a local function, with it, in source order: by the name of each
+    function that is the only one (plain or method) of its name, `name(...)` or `x.name(...)`.
+    Found once per version, without the summaries (a rule may ask first whether any is worth
+    summarising)."""
+    sem = sem.whole
+    found: list[tuple[ast.Call, Function]] | None = sem.derived.get("summaries:local-calls")
+    if found is not None:
+        return found
+    found = sem.derived["summaries:local-calls"] = []
+    for name, candidates in sem.plain_functions_by_name.items():
+        if len(candidates) == 1:
+            found.extend((call, candidates[0]) for call in sem.calls_by_name.get(name, ()))
+    for name, candidates in sem.methods_by_name.items():
+        if len(candidates) == 1:
+            found.extend(
+                (call, candidates[0])
+                for call in sem.calls_by_attr.get(name, ())
+                if type(call.func.value) is ast.Name  # type: ignore[attr-defined]  # calls by attribute call an ast.Attribute
+            )
+    found.sort(key=lambda pair: position(pair[0]))
+    return found
 
 
 def _own_summaries(sem: Semantics) -> dict[int, FunctionSummary]:

@@ -12,7 +12,7 @@ from ...file_facts import file_fact
 from ...findings import Finding, Fix, Severity, rule
 from ...function_body import own_nodes
 from ...semantics import Function, Loop, Semantics, ValueKind
-from ...summaries import summaries_of
+from ...summaries import local_calls_of, summaries_of
 from ...training import exits_after, training_of
 from ...tree_walk import walk
 from ._shared import (
@@ -104,27 +104,14 @@ def _switches_inside_a_loop(sem: Semantics) -> bool:
         for call in whole.method_calls(name):
             if whole.enclosing_loops(call) and mode_of_call(whole, call) == "eval":
                 return True
-    if not _may_call_a_local_function_in_a_loop(whole):
-        return False  # known without the function summaries
+    # the local calls in a loop first, without the summaries: most files make none
+    called_in_loops = [
+        called for call, called in local_calls_of(whole) if whole.enclosing_loops(call)
+    ]
+    if not called_in_loops:
+        return False
     summaries = summaries_of(whole)
-    return any(
-        summaries.by_function[id(called)].switches_mode and whole.enclosing_loops(call)
-        for call, called in summaries.local_calls
-    )
-
-
-def _may_call_a_local_function_in_a_loop(whole: Semantics) -> bool:
-    """A call inside a loop names a function or method the file defines (`helper(...)`,
-    `x.method(...)`): what each call the summaries resolve to a local function is."""
-    for name in whole.plain_functions_by_name:
-        if any(whole.enclosing_loops(call) for call in whole.calls_by_name.get(name, ())):
-            return True
-    for name in whole.methods_by_name:
-        for call in whole.calls_by_attr.get(name, ()):
-            receiver = call.func.value  # type: ignore[attr-defined]  # calls by attribute call an ast.Attribute
-            if type(receiver) is ast.Name and whole.enclosing_loops(call):
-                return True
-    return False
+    return any(summaries.by_function[id(called)].switches_mode for called in called_in_loops)
 
 
 def _is_trained(ctx: RuleContext, model: str, after: TrainingAfter) -> bool:
