@@ -294,7 +294,7 @@ def module_level_calls(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.
     found: list[ast.Call] = []
     for statement in block.statements:
         kind = type(statement)
-        if kind in _DEFINITIONS:
+        if kind in _HOLDING_NO_MODULE_LEVEL_CALL:
             continue
         parts: list[ast.stmt | ast.expr] = [statement]
         if kind is ast.If and is_main_guard(statement.test):  # type: ignore[attr-defined]  # type() tested above
@@ -308,7 +308,10 @@ def module_level_calls(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.
     return {"": found} if found else {}
 
 
-_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+# a definition's calls are under it (its header's too); an import calls nothing
+_HOLDING_NO_MODULE_LEVEL_CALL = frozenset(
+    {ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom}
+)
 
 
 def _main_guard_fix(ctx: RuleContext, node: ast.AST) -> Fix | None:

@@ -152,10 +152,38 @@ def _may_be_loss_calls(sem: Semantics, names: frozenset[str] | set[str]) -> list
 def _may_call_losses(sem: Semantics) -> bool:
     """Whether the file can hold a loss call: it spells one of the losses' names, or imports
     one under another name (`from torch.nn import CrossEntropyLoss as CE`)."""
+    return may_spell(sem, _LOSS_LAST_NAMES)
+
+
+def may_spell(sem: Semantics, names: frozenset[str]) -> bool:
+    """Whether the file spells one of `names` (as a name, attribute, parameter or keyword), or
+    imports a name whose last part is one of them under another name: every loss, activation
+    and layer these rules recognise is reached through one of those spellings."""
     whole = sem.whole
-    if whole.mentions(_LOSS_LAST_NAMES):
+    if whole.mentions(names):
         return True
-    return any(target.rsplit(".", 1)[-1] in _LOSS_LAST_NAMES for target in whole.imports.values())
+    return any(target.rsplit(".", 1)[-1] in names for target in whole.imports.values())
+
+
+def _last_names_of(losses: frozenset[str]) -> frozenset[str]:
+    """The class and function names (last parts) of the losses `losses` names."""
+    return frozenset(
+        name.rsplit(".", 1)[-1]
+        for table in (LOSS_CLASSES, LOSS_FUNCTIONS)
+        for name, loss in table.items()
+        if loss in losses
+    )
+
+
+# what a loss of each family is spelt with (TD305 and TD306 look at one family each)
+CROSS_ENTROPY_NAMES = _last_names_of(frozenset({"cross_entropy", "nll"}))
+BINARY_CROSS_ENTROPY_NAMES = _last_names_of(frozenset({"bce_with_logits", "bce"}))
+# what a softmax is spelt with: the functions, the method and the layer
+SOFTMAX_NAMES = frozenset(
+    [name.rsplit(".", 1)[-1] for name in SOFTMAX_FUNCTIONS]
+    + [name for name, kind in ACTIVATION_CLASSES.items() if kind == "softmax"]
+    + [name for name, kind in ACTIVATION_METHODS.items() if kind == "softmax"]
+)
 
 
 def names_assigned_losses(sem: Semantics) -> Mapping[str, list[ast.expr]]:

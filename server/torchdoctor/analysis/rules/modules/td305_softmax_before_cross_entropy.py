@@ -10,7 +10,16 @@ from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, rule
 from ...function_body import own_nodes
 from ...training import function_scope
-from .activations import Origin, loss_calls, origin_of, remove_activation_fix, rename_attribute
+from .activations import (
+    CROSS_ENTROPY_NAMES,
+    SOFTMAX_NAMES,
+    Origin,
+    loss_calls,
+    may_spell,
+    origin_of,
+    remove_activation_fix,
+    rename_attribute,
+)
 from .module_classes import nn_class_name
 
 
@@ -30,6 +39,10 @@ def _loads_of(ctx: RuleContext, name: str, scope: ast.AST) -> int:
     fixable=True,
 )
 def softmax_before_cross_entropy(ctx: RuleContext) -> Iterator[Finding]:
+    # a softmax and a cross-entropy or NLL loss are both spelt somewhere in the file, or no
+    # loss input can be a softmax output
+    if not may_spell(ctx.sem, SOFTMAX_NAMES) or not may_spell(ctx.sem, CROSS_ENTROPY_NAMES):
+        return
     for loss in loss_calls(ctx):
         if loss.loss not in ("cross_entropy", "nll"):
             continue

@@ -9,10 +9,12 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...findings import Finding, Fix, Severity, rule
 from .activations import (
+    BINARY_CROSS_ENTROPY_NAMES,
     SHAPE_METHODS,
     LossCall,
     Origin,
     loss_calls,
+    may_spell,
     origin_of,
     remove_activation_fix,
     rename_attribute,
@@ -27,6 +29,8 @@ from .activations import (
     fixable=True,
 )
 def sigmoid_bce_mismatch(ctx: RuleContext) -> Iterator[Finding]:
+    if not may_spell(ctx.sem, BINARY_CROSS_ENTROPY_NAMES):
+        return  # no binary cross-entropy loss is spelt: none is called
     for loss in loss_calls(ctx):
         if loss.loss not in ("bce_with_logits", "bce"):
             continue
