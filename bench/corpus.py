@@ -206,14 +206,22 @@ def make_dense_file(lines: int, seed: int, broken_tail: bool = False) -> str:
     return "".join(chunks)
 
 
-def write_corpus(folder: Path, files: int, seed: int = 0) -> list[Path]:
-    """Write `files` files of varied sizes (40 to 1,500 lines) into `folder`."""
+def corpus_texts(files: int, seed: int = 0) -> list[str]:
+    """`files` files of varied sizes (28 to 1,950 lines: 40 to 1,500, give or take 30%)."""
     rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
+    texts = []
     for index in range(files):
         size = int(rng.choice([40, 80, 150, 300, 600, 1500]) * rng.uniform(0.7, 1.3))
+        texts.append(make_file(size, seed * 100_003 + index))
+    return texts
+
+
+def write_corpus(folder: Path, files: int, seed: int = 0) -> list[Path]:
+    """Write `corpus_texts(files, seed)` into `folder`, one module each."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for index, text in enumerate(corpus_texts(files, seed)):
         path = folder / f"module_{index:05}.py"
-        path.write_text(make_file(size, seed * 100_003 + index), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         written.append(path)
     return written

@@ -67,3 +67,19 @@ def test_the_start_bench_times_both_files_for_each_server() -> None:
     for name in ("300 lines, models and training functions", "3,002 lines dense with findings"):
         assert f"| {name} | torchdoctor | " in done.stdout, done.stdout
         assert f"| {name} | torchdoctor at {ROOT} | " in done.stdout, done.stdout
+
+
+def test_a_summed_row_shows_the_median_files_own_ratio_beside_the_sum() -> None:
+    """The corpus rows sum each file's best time; the median file's ratio sits beside the sum,
+    since a sum is weighed by the longest files."""
+    from torchdoctor.analysis.config import Config
+
+    from bench.analysis_bench import _summed, markdown
+    from bench.corpus import corpus_texts
+
+    texts = corpus_texts(3)
+    row = _summed(texts, Config(select=("ALL",)), repeats=1)
+    assert row["lines"] == sum(text.count("\n") for text in texts)
+    assert row["ast_parse_ms"] > 0 and row["analysis_ms"] > 0
+    table = markdown({"three generated files": row})
+    assert f"{row['ratio']:.2f}× (median file {row['median_file_ratio']:.2f}×)" in table
