@@ -390,17 +390,20 @@ class Semantics:
                     if target is not None:  # `name(...)` calls what the name is bound to
                         found.setdefault(target, []).append(call)
                     continue
+                # the attributes are gathered on the way to the root: the qualname is spelt
+                # from them, without a second climb for the dotted name
+                attributes: list[str] = []
                 while type(root) is ast.Attribute:
+                    attributes.append(root.attr)
                     root = root.value
                 if type(root) is not ast.Name:
                     continue
                 target = imports.get(root.id)
                 if target is None:
                     continue
-                # `qualname` spelt without memoising every callee's dotted name (never None:
-                # the chain starts at a name)
-                dotted = dotted_name(call.func) or root.id
-                found.setdefault(target + dotted[len(root.id) :], []).append(call)
+                attributes.append(target)
+                attributes.reverse()
+                found.setdefault(".".join(attributes), []).append(call)
             block.qualnames = found
             block.qualnames_imports = imports  # never changed once merge_blocks returns
         return found
