@@ -153,6 +153,7 @@ class Semantics:
     # blocks' facts, so they are kept without what an edit would check them against
     one_shot: bool = field(default=False, repr=False)
     _packages: frozenset[str] | None = field(default=None, repr=False)  # imported_packages()
+    _last_names: frozenset[str] | None = field(default=None, repr=False)  # imported_last_names()
 
     # The calls, assignments, loops and classes of the blocks it lists, in source order: made
     # when first asked for (an edit's analysis asks for none of the whole file's).
@@ -466,6 +467,17 @@ class Semantics:
         if found is None:
             found = self._packages = frozenset(
                 qualname.partition(".")[0] for qualname in self.imports.values()
+            )
+        return found
+
+    def imported_last_names(self) -> frozenset[str]:
+        """The last parts of what the file's imports bind (`CrossEntropyLoss` for `from
+        torch.nn import CrossEntropyLoss as CE`): with the names the file spells, every way it
+        can refer to an imported class or function. Memoised as `imported_packages`."""
+        found = self._last_names
+        if found is None:
+            found = self._last_names = frozenset(
+                qualname.rpartition(".")[2] for qualname in self.imports.values()
             )
         return found
 

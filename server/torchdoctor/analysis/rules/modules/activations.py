@@ -162,7 +162,7 @@ def may_spell(sem: Semantics, names: frozenset[str]) -> bool:
     whole = sem.whole
     if whole.mentions(names):
         return True
-    return any(target.rsplit(".", 1)[-1] in names for target in whole.imports.values())
+    return not whole.imported_last_names().isdisjoint(names)
 
 
 def _last_names_of(losses: frozenset[str]) -> frozenset[str]:
