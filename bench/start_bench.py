@@ -4,8 +4,9 @@ of the whole server (a CodeLens, which the early front leaves to it), by torchdo
 
 `python -m bench.start_bench [--starts N] [--against TREE]`: TREE is another source tree (a
 `git worktree` of an older commit), whose server is started with its `server/` folder first on
-PYTHONPATH, in turn with this checkout's. ruff starts in an empty folder: in a folder with files
-its start includes reading them.
+PYTHONPATH, in turn with this checkout's; both trees are byte-compiled first (see
+`lsp_bench.byte_compile`). ruff starts in an empty folder: in a folder with files its start
+includes reading them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from .corpus import make_dense_file, make_file
-from .lsp_bench import RUFF_SERVER, SERVER, StdioClient
+from .lsp_bench import CHECKOUT, RUFF_SERVER, SERVER, StdioClient, byte_compile
 
 FILES = {
     "300 lines, models and training functions": lambda: make_file(300, seed=300),
@@ -45,7 +46,9 @@ def measure(starts: int, against: Path | None) -> dict[str, dict[str, list[float
     servers: dict[str, tuple[list[str], dict[str, str] | None, bool]] = {
         "torchdoctor": (SERVER, None, True)
     }
+    byte_compile(CHECKOUT)
     if against is not None:
+        byte_compile(against.resolve())
         env = {**os.environ, "PYTHONPATH": str(against.resolve() / "server")}
         servers[f"torchdoctor at {against}"] = (SERVER, env, False)
     if Path(RUFF_SERVER[0]).exists():
