@@ -73,7 +73,7 @@ def api_symbol_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
     version = ctx.torch_version
     called = sem.calls_by_qualname.keys()
     for table in (REMOVED, DEPRECATED):
-        if called.isdisjoint(table):
+        if called.isdisjoint(table.keys()):  # two views: the smaller one is iterated
             continue  # one set operation: most files call nothing listed
         for qualname, listed in table.items():
             calls = sem.calls_by_qualname.get(qualname)

@@ -10,6 +10,9 @@ from ...findings import Edit, Finding, Fix, Severity, rule
 from .call_arguments import keyword_name_span
 from .symbols import TRAINING_ARGUMENT_CLASSES, TRAINING_ARGUMENT_RENAMES
 
+# the classes in a fixed order, sorted once (every file asks)
+_CLASSES_IN_ORDER = tuple(sorted(TRAINING_ARGUMENT_CLASSES))
+
 
 @rule(
     "TD706",
@@ -20,7 +23,7 @@ from .symbols import TRAINING_ARGUMENT_CLASSES, TRAINING_ARGUMENT_RENAMES
     fixable=True,
 )
 def trainer_renamed_args(ctx: RuleContext) -> Iterator[Finding]:
-    for call in ctx.sem.calls_to(*sorted(TRAINING_ARGUMENT_CLASSES)):
+    for call in ctx.sem.calls_to(*_CLASSES_IN_ORDER):
         passed = {keyword.arg for keyword in call.keywords}
         name = (ctx.sem.call_qualname(call) or "TrainingArguments").rsplit(".", 1)[-1]
         for keyword in call.keywords:
