@@ -288,8 +288,11 @@ class Semantics:
         if found is not None:
             return found
         if whole.one_shot:
-            parts = [whole.block_fact(block, name, part, None) for block in whole._blocks]
-            found = whole._gathered_groups[name] = Gathered(parts)
+            # a file analysed once: no later version asks a block for its part, so none is
+            # kept on the block (the group is kept, above)
+            found = whole._gathered_groups[name] = Gathered(
+                [part(whole, block) for block in whole._blocks]
+            )
             return found
         before = whole._groups_before
         previous = before.get(name) if before is not None else None
