@@ -87,8 +87,12 @@ class TrainingStructure:
         if sem.whole is sem:
             whole_file: list[ast.AST] = sem.gathered("training:zeroing", _zeroing_group).get("", [])
             return whole_file
+        # a name of its own: a block keeps each fact under its name, and the whole file's
+        # group above keeps a dict where this keeps a list
         return [
-            node for found in sem.per_block("training:zeroing", _zeroing_in_block) for node in found
+            node
+            for found in sem.per_block("training:zeroing-in-block", _zeroing_in_block)
+            for node in found
         ]
 
     @cached_property
