@@ -53,8 +53,10 @@ def private_api(ctx: RuleContext) -> Iterator[Finding]:
         ]
         if shown:
             yield _first_private_use(ctx, qualname, public, shown)
-    if not imports_any(ctx, PRIVATE_ALIASES, text_hints=tuple(PRIVATE_MODULES)) and not any(
-        _public_twin(target, version) is not None for target in sem.imports.values()
+    if not imports_any(ctx, PRIVATE_ALIASES, text_hints=_PRIVATE_MODULE_NAMES) and not any(
+        # the cheap half first, as for the calls above
+        _maybe_private(target) and _public_twin(target, version) is not None
+        for target in sem.imports.values()
     ):
         return
     for node in import_nodes(ctx):
