@@ -311,6 +311,19 @@ def test_the_unchanged_start_and_end_of_two_versions_are_found_exactly(
     assert common_suffix(tuple(old), tuple(new), limit) == same
 
 
+# names the edits below add (a helper, a criterion, a deprecated symbol, a float64 model, a
+# class), remove (a deleted line) or change (`x` typed before a statement's first name)
+MENTIONED = [
+    frozenset({"helper"}),
+    frozenset({"MSELoss", "crit"}),
+    frozenset({"custom_fwd"}),
+    frozenset({"double"}),
+    frozenset({"Wide"}),
+    frozenset({"xmodel", "xloss", "xoptimizer"}),
+    frozenset({"zero_grad"}),
+]
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
@@ -340,10 +353,10 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
     """The calls by attribute, by name and by qualname, the functions by name, the groups made
     by `Semantics.gathered` (assignments by target, module-level functions, names assigned a
     loss, attribute references), the import statements, the model
-    classes, the kinds of names, the enclosing loops and functions, the dotted names and the
-    function summaries are carried from version to version for the blocks an edit left alone
-    (semantics.merge_blocks, summaries.summaries_of): after any edits they are what a fresh
-    parse finds."""
+    classes, the kinds of names, the enclosing loops and functions, the dotted names, the
+    function summaries and whether the file spells a name are carried from version to version
+    for the blocks an edit left alone (semantics.merge_blocks, summaries.summaries_of): after
+    any edits they are what a fresh parse finds."""
     lines = make_dense_file(200, seed=7).split("\n")
     analyser = IncrementalAnalyser("carried.py")
     analyser.analyse("\n".join(lines))
@@ -444,6 +457,9 @@ def test_what_is_carried_between_versions_equals_a_fresh_parse(
         }
         assert list(carried.module_classes) == list(fresh.module_classes)
         assert carried.kinds == fresh.kinds
+        # asked of every version, so each answer is the previous version's carried over
+        for names in MENTIONED:
+            assert carried.mentions(names) == fresh.mentions(names), names
         mine_summaries, their_summaries = summaries_of(carried), summaries_of(fresh)
         assert [
             (position(call), position(target)) for call, target in mine_summaries.local_calls
@@ -565,3 +581,33 @@ def test_a_seed_elsewhere_in_the_file_decides_the_fsdp_finding_after_any_edit() 
     unseeded = edited.replace("torch.manual_seed(0)", "pass")
     _assert_same_as_fresh(analyser, unseeded)
     assert "TD602" in {finding.code for finding in analyser.analyse(unseeded, ALL)[1]}
+
+
+def test_whether_the_file_spells_a_name_follows_each_edit() -> None:
+    """`Semantics.mentions` answers from the previous version's answer where an edit left the
+    names and kinds alone: the blocks it added are looked at, or every block again when it
+    removed the one that spelt the name. Each version answers as a fresh parse does."""
+    # twelve functions: an edit of one or two is patched from the previous version
+    functions = [f"def step_{n}(x):\n    y = x.relu()\n    return y\n" for n in range(12)]
+    softmax = frozenset({"softmax"})
+    spelt_last = functions[11].replace("relu", "softmax")
+    versions = [
+        functions,
+        # the first spelling, in one function: found among the blocks the edit added
+        [*functions[:2], functions[2].replace("relu", "softmax"), *functions[3:]],
+        # and gone again with the block that spelt it
+        functions,
+        # spelt twice, then the first one found is edited away: another block still spells it
+        [functions[0].replace("relu", "softmax"), *functions[1:11], spelt_last],
+        [*functions[:11], spelt_last],
+        functions,
+    ]
+    analyser = IncrementalAnalyser(PATH)
+    for blocks in versions:
+        text = "import torch\n\n\n" + "\n\n".join(blocks)
+        document, _ = analyser.analyse(text, ALL)
+        fresh = Document.parse(text, PATH).semantics
+        assert document.semantics.mentions(softmax) == fresh.mentions(softmax)
+        assert document.semantics.mentions(frozenset({"relu"})) == fresh.mentions(
+            frozenset({"relu"})
+        )

@@ -183,7 +183,36 @@ class Semantics:
     def mentions(self, names: frozenset[str]) -> bool:
         """Some block it lists spells one of `names` as a name, attribute, parameter or
         keyword argument."""
-        return any(not block.identifiers.isdisjoint(names) for block in self._listed_blocks())
+        if self._focus is not None or self.one_shot:
+            return any(not block.identifiers.isdisjoint(names) for block in self._listed_blocks())
+        return self._block_mentioning(names) is not None
+
+    def _block_mentioning(self, names: frozenset[str]) -> BlockIndex | None:
+        """A block of the file that spells one of `names`, None when none does. Rules that stop
+        where a file never spells what they look for ask this of every version, and a look at
+        each of a 10,000-line file's thousand blocks costs 0.1 ms: so each version keeps its
+        answers, and the next one looks only at the blocks an edit added (none mentioned the
+        names before), or at every block again when the edit removed the one found."""
+        answers: dict[frozenset[str], BlockIndex | None] | None = self._kept.get(_MENTIONS)
+        if answers is None:
+            answers = {}
+            self.keep_fact(_MENTIONS, answers)
+        if names in answers:
+            return answers[names]
+        found: BlockIndex | None = None
+        known = False
+        before = self.fact_before(_MENTIONS)
+        if before is not None and names in before[0]:
+            witness, change = before[0][names], before[1]
+            if witness is None:
+                found = next((b for b in change.added if not b.identifiers.isdisjoint(names)), None)
+                known = True
+            elif all(witness is not gone for gone in change.gone):
+                found, known = witness, True
+        if not known:
+            found = next((b for b in self._blocks if not b.identifiers.isdisjoint(names)), None)
+        answers[names] = found
+        return found
 
     def _listed_blocks(self) -> list[BlockIndex]:
         return self._focus if self._focus is not None else self._blocks
@@ -1048,6 +1077,10 @@ def merge_blocks(
         sem.methods_by_name = _as_dict(sem.methods_by_name)
         sem.plain_functions_by_name = _as_dict(sem.plain_functions_by_name)
     return sem
+
+
+# the name under which each version keeps its answers to `Semantics.mentions`
+_MENTIONS = "semantics:mentions"
 
 
 def _as_dict(groups: Mapping[K, list[N]]) -> Mapping[K, list[N]]:
