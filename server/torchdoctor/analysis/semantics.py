@@ -201,9 +201,12 @@ class Semantics:
             return answers[names]
         found: BlockIndex | None = None
         known = False
-        before = self.fact_before(_MENTIONS)
-        if before is not None and names in before[0]:
-            witness, change = before[0][names], before[1]
+        # what a block spells is its own text's: unlike `fact_before`, an edit that changed
+        # the imports or the kinds of names leaves the previous answers true
+        before = self._kept_before.get(_MENTIONS) if self._kept_before is not None else None
+        change = self._change
+        if before is not None and change is not None and names in before:
+            witness = before[names]
             if witness is None:
                 found = next((b for b in change.added if not b.identifiers.isdisjoint(names)), None)
                 known = True
