@@ -172,7 +172,11 @@ def imports_any(
     # the membership tests run in C: five rules ask this of every file
     if any(map(wanted.__contains__, ctx.sem.imports.values())):
         return True
-    return any(hint in ctx.doc.text for hint in text_hints)
+    text = ctx.doc.text
+    for hint in text_hints:  # a loop, not a generator: the callers pass one hint or none
+        if hint in text:
+            return True
+    return False
 
 
 def rebuild_import_from(module: str, names: list[tuple[str, str | None]]) -> str:

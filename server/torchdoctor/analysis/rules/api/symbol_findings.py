@@ -102,7 +102,7 @@ def api_symbol_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
         if fix is None and _reached_through_reported_import(sem, reference.node, code, version):
             continue
         yield from unless_compat(ctx, code, reference.node, _symbol_message(symbol, code), fix)
-    if not imports_any(ctx, _LISTED, text_hints=_REMOVED_MODULE_NAMES):
+    if not _imports_listed(ctx):
         return
     for node in import_nodes(ctx):
         if isinstance(node, ast.Import):
@@ -135,6 +135,21 @@ def _reached_through_reported_import(
 
 def _is_removed_module(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in REMOVED_MODULES)
+
+
+def _imports_listed(ctx: RuleContext) -> bool:
+    """Whether an import may bind a listed symbol or removed module (`imports_any`): the same
+    for TD707 and TD708, so it is asked once per document (its scan of the text costs more
+    than the rest of either rule on most files)."""
+    found: bool | None = ctx.sem.derived.get(_IMPORTS_LISTED)
+    if found is None:
+        found = ctx.sem.derived[_IMPORTS_LISTED] = imports_any(
+            ctx, _LISTED, text_hints=_REMOVED_MODULE_NAMES
+        )
+    return found
+
+
+_IMPORTS_LISTED = "api:imports-listed-symbols"
 
 
 def _removed_module_finding(

@@ -33,20 +33,24 @@ def torchvision_pretrained(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.torch_version < TORCHVISION_MIN_TORCH:
         return
     sem = ctx.sem
-    for qualname, calls in sem.calls_by_qualname.items():
-        if qualname.startswith("torchvision.models."):
-            key = _builder_key(qualname)
-            if key is None:
-                continue
-            for call in calls:
-                yield from _pretrained_findings(ctx, call, key, positional=True)
-    for call in sem.calls_to("torch.hub.load"):
+    # a call's qualname starts with `torchvision.models.` only through an import of a
+    # torchvision name: most files have none, and skip the look at every qualname
+    imports_torchvision = "torchvision" in sem.imported_packages()
+    if imports_torchvision:
+        for qualname, calls in sem.calls_by_qualname.items():
+            if qualname.startswith("torchvision.models."):
+                key = _builder_key(qualname)
+                if key is None:
+                    continue
+                for call in calls:
+                    yield from _pretrained_findings(ctx, call, key, positional=True)
+    for call in sem.calls_by_qualname.get("torch.hub.load", ()):
         key = _hub_builder_key(call)
         if key is not None:
             yield from _pretrained_findings(ctx, call, key, positional=False)
-    looked_up = "__dict__" in ctx.doc.text or "getattr" in ctx.doc.text
     # a looked-up builder resolves to `torchvision.models`: only through a torchvision import
-    if looked_up and "torchvision" in sem.imported_packages():
+    # (asked before the scans of the text)
+    if imports_torchvision and ("__dict__" in ctx.doc.text or "getattr" in ctx.doc.text):
         for call in sem.calls:
             if not call.keywords:  # only `pretrained=` is reported on a looked-up builder
                 continue

@@ -24,6 +24,8 @@ def deprecated_loss_args(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     # one set operation: most files build no loss with these arguments
     called = sem.calls_by_qualname.keys() & LEGACY_REDUCTION_LOSSES
+    if not called:
+        return  # nothing to sort
     for qualname in sorted(called):
         for call in sem.calls_by_qualname[qualname]:
             legacy = [k for k in call.keywords if k.arg in ("size_average", "reduce")]

@@ -10,7 +10,7 @@ from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...semantics import Semantics
 from ...training import training_of
-from ...tree_walk import walk
+from ...tree_walk import CHILD_FIELDS, child_fields
 
 SEEDING_CALLS = frozenset(
     {
@@ -59,10 +59,8 @@ def unseeded_training(ctx: RuleContext) -> Iterator[Finding]:
         return
     if sem.enclosing_function(loop) is not None and not _top_level_runs_own_code(sem):
         return  # a library of training code: seeding is the job of the program that runs it
-    header_end = loop.iter if isinstance(loop, ast.For | ast.AsyncFor) else loop.test
-    start = ctx.doc.span_of(loop)
-    end = ctx.doc.span_of(header_end)
-    span = Span(start.start_line, start.start_col, end.end_line, end.end_col)
+    header_end = loop.test if isinstance(loop, ast.While) else loop.iter
+    span = ctx.doc.span_between(loop, header_end)
     message = (
         "this file trains a model but never seeds torch (`torch.manual_seed`): weight "
         "initialisation, dropout and shuffling differ on every run, so results cannot be "
@@ -86,33 +84,75 @@ def _first_training_loop(sem: Semantics) -> ast.For | ast.AsyncFor | ast.While |
 def _top_level_runs_own_code(sem: Semantics) -> bool:
     """Whether the file's top-level code (a main guard included) calls or hands on a function
     or class the file defines: `main()`, `Trainer(cfg).fit()`, `fire.Fire(train)`."""
-    defined = {
-        statement.name
-        for statement in sem.tree.body
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    body = sem.tree.body
+    # exact type tests: the parser makes no subclasses, and a union's isinstance costs more
+    defined: set[str] = {
+        statement.name  # type: ignore[attr-defined]  # a definition: type() tested
+        for statement in body
+        if type(statement) in _DEFINITIONS
     }
     if not defined:
         return False
-    for statement in sem.tree.body:
-        if isinstance(statement, _HOLDING_NO_USE):
+    # only whether some statement uses a name counts: the last ones first, where a script's
+    # main guard or `main()` call stands
+    for statement in reversed(body):
+        if type(statement) in _HOLDING_NO_USE:
             continue  # a definition's own code, or an import (its names are no uses)
-        for node in walk(statement):
-            if isinstance(node, ast.Name) and node.id in defined:
-                return True
+        if _uses_any(statement, defined):
+            return True
     return False
 
 
-_HOLDING_NO_USE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_HOLDING_NO_USE = _DEFINITIONS | {ast.Import, ast.ImportFrom}
+
+
+def _uses_any(statement: ast.stmt, names: set[str]) -> bool:
+    """Some `ast.Name` in the statement's subtree is one of `names`: `walk` visits the same
+    nodes, but this is a stack in any order that stops at the first use and reads names and
+    constants (most of the nodes, and leaves) without a look at their fields."""
+    stack: list[ast.AST | None] = [statement]
+    pop = stack.pop
+    push = stack.append
+    extend = stack.extend
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is ast.Name:
+            if node.id in names:  # type: ignore[union-attr]  # an ast.Name: type() tested
+                return True
+            continue
+        if kind is ast.Constant:
+            continue
+        fields = CHILD_FIELDS.get(kind)
+        if fields is None:
+            if not isinstance(node, ast.AST):
+                continue  # a hole in a list: `{**d}`'s key, a keyword-only argument's default
+            fields = child_fields(kind)
+        for field in fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                extend(value)
+            elif value is not None:
+                push(value)
+    return False
 
 
 def _seeds_torch(sem: Semantics) -> bool:
-    if any(True for _ in sem.calls_to(*SEEDING_CALLS)):
+    # the keys' views are compared in C first: most files call none of them
+    by_qualname = sem.calls_by_qualname
+    if not SEEDING_CALLS.isdisjoint(by_qualname.keys()) and any(
+        by_qualname.get(qualname) for qualname in SEEDING_CALLS
+    ):
         return True
     # a helper (`set_seed(42)`, `seed_everything(...)`) is trusted to seed torch: the calls
     # are found by the name they call, from the file's indexes
     for calls in (sem.calls_by_attr, sem.calls_by_name):
-        if SEED_NAME.search(" ".join(calls)) is None:
-            continue  # one search in C over every name called: most files call no seed helper
+        # one look in C over every name called: most files call no seed helper. A casefolded
+        # "seed" is in the text wherever SEED_NAME matches (each character it matches folds
+        # to one of "seed"'s), and costs a tenth of the case-blind search
+        if "seed" not in " ".join(calls).casefold():
+            continue
         for name in calls:
             if SEED_NAME.search(name) is None:
                 continue
@@ -127,20 +167,24 @@ SEED_NAME = re.compile("seed", re.IGNORECASE)
 def _seed_fix(ctx: RuleContext, torch_root: str | None) -> Fix | None:
     if torch_root is None:
         return None
-    imports = [
-        statement
-        for statement in ctx.sem.tree.body
-        if isinstance(statement, ast.Import | ast.ImportFrom)
-    ]
-    if not imports or not ctx.statement_owns_lines(imports[-1]):
-        return None
-    last = ctx.doc.span_of(imports[-1])
-    line = f"{torch_root}.manual_seed(0)"
-    if last.end_line + 1 < len(ctx.doc.index.lines):
-        edit = Edit(Span(last.end_line + 1, 0, last.end_line + 1, 0), line + ctx.doc.line_break())
+    # the last import statement of the module's body: looked for from the end, by exact type
+    for last_import in reversed(ctx.sem.tree.body):
+        if type(last_import) in _IMPORTS:
+            break
     else:
-        end_col = len(ctx.doc.index.line(last.end_line))
-        edit = Edit(
-            Span(last.end_line, end_col, last.end_line, end_col), ctx.doc.line_break() + line
-        )
+        return None
+    if not ctx.statement_owns_lines(last_import):
+        return None
+    # the 0-based line it ends on, as `span_of` finds it: only that line is wanted, not the
+    # columns a whole span converts
+    end_line = (last_import.end_lineno or last_import.lineno) - 1
+    line = f"{torch_root}.manual_seed(0)"
+    if end_line + 1 < len(ctx.doc.index.lines):
+        edit = Edit(Span(end_line + 1, 0, end_line + 1, 0), line + ctx.doc.line_break())
+    else:
+        end_col = len(ctx.doc.index.line(end_line))
+        edit = Edit(Span(end_line, end_col, end_line, end_col), ctx.doc.line_break() + line)
     return Fix(f"Insert `{line}` after the imports", (edit,), safe=False)
+
+
+_IMPORTS = frozenset({ast.Import, ast.ImportFrom})

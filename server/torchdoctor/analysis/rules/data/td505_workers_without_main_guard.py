@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from functools import cached_property
 
 from ...bindings import (
     assigned_name,
@@ -130,17 +131,26 @@ class _WorkerStarts:
             handle = assigned_name(self.sem, call)
             if handle is not None and _starts_workers(self.sem, args):
                 self.loaders.append((call, handle))
-        # per handle, the scopes its worker loaders are bound in (see `same_binding`)
-        self.loader_scopes: dict[str, set[ast.AST | None]] = {}
-        for call, handle in self.loaders:
-            scope = binding_scope(self.sem, handle, call)
-            self.loader_scopes.setdefault(handle, set()).add(scope)
-        self.functions = module_functions(self.sem)
+        # the scopes of the handles and the module's functions are made when first asked
+        # for: only a module-level call of a local function asks (most files have none)
         self.memo: dict[int, bool] = {}
         self.param_memo: dict[tuple[int, str], bool] = {}
         self.calls_in_functions: Gathered[int, ast.Call] | None = None
         self.direct_starters: set[int] | None = None
         self.method_names: set[str] | None = None
+
+    @cached_property
+    def loader_scopes(self) -> dict[str, set[ast.AST | None]]:
+        """Per handle, the scopes its worker loaders are bound in (see `same_binding`)."""
+        scopes: dict[str, set[ast.AST | None]] = {}
+        for call, handle in self.loaders:
+            scope = binding_scope(self.sem, handle, call)
+            scopes.setdefault(handle, set()).add(scope)
+        return scopes
+
+    @cached_property
+    def functions(self) -> Mapping[str, Function]:
+        return module_functions(self.sem)
 
     # -- functions ---------------------------------------------------------------------------
     def function_starts(self, function: Function) -> bool:
@@ -268,6 +278,8 @@ class _WorkerStarts:
                     and self.call_starts(call)
                 ):
                     sites.append(call)
+        if not sites:
+            return sites  # most files start no workers at module level: nothing to sort
         unique: dict[int, ast.expr] = {}
         for node in sites:
             if not in_main_guard(sem, node):

@@ -46,9 +46,10 @@ def missing_super_init(ctx: RuleContext) -> Iterator[Finding]:
         init = method_named(cls, "__init__")
         if init is None:
             continue
-        wrong = list(_wrong_super_calls(ctx, cls, init))
+        init_calls = _body_init_calls(sem, init)
+        wrong = list(_wrong_super_calls(ctx, cls, init, init_calls)) if init_calls else []
         yield from wrong
-        if wrong or _initialises(ctx, cls, init) or _only_raises(init):
+        if wrong or _initialises(ctx, cls, init, init_calls) or _only_raises(init):
             continue
         message = (
             f"`{cls.name}.__init__` never calls `super().__init__()`, so nn.Module is never set "
@@ -70,19 +71,25 @@ def _header_span(ctx: RuleContext, function: Function) -> Span:
     return Span(line, start, line, end)
 
 
-def _initialises(ctx: RuleContext, cls: ast.ClassDef, init: Function) -> bool:
-    """A `super().__init__()`, `Base.__init__(self)` or a helper method that does either."""
+def _initialises(
+    ctx: RuleContext, cls: ast.ClassDef, init: Function, init_calls: list[ast.Call]
+) -> bool:
+    """A `super().__init__()`, `Base.__init__(self)` or a helper method that does either.
+    `init_calls` are the `.__init__(...)` calls of its own body (`_body_init_calls`)."""
     self_name = self_parameter(init)
+    # the calls that answer at once are among the indexed ones: most classes call
+    # `super().__init__()`, found without the walk below (which would find the same)
+    for call in init_calls:
+        if _calls_init_itself(call, self_name):
+            return True
     helpers: set[str] = set()
     for node in own_nodes(init):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         func = node.func
         if func.attr == "__init__":
-            if is_super_call(func.value):
+            if _calls_init_itself(node, self_name):
                 return True
-            if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == self_name:
-                return True  # `nn.Module.__init__(self)`, `Base.__init__(self, ...)`
         elif isinstance(func.value, ast.Name) and func.value.id == self_name:
             helpers.add(func.attr)
     for method in methods_in(cls):
@@ -95,6 +102,14 @@ def _initialises(ctx: RuleContext, cls: ast.ClassDef, init: Function) -> bool:
                 ):
                     return True
     return False
+
+
+def _calls_init_itself(call: ast.Call, self_name: str | None) -> bool:
+    """A `.__init__(...)` call that sets this object up: `super().__init__()`,
+    `nn.Module.__init__(self)`, `Base.__init__(self, ...)`."""
+    if is_super_call(call.func.value):  # type: ignore[attr-defined]  # an `.__init__` call: an attribute
+        return True
+    return bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id == self_name
 
 
 def _only_raises(function: Function) -> bool:
@@ -111,21 +126,15 @@ def _is_docstring(statement: ast.stmt) -> bool:
     )
 
 
-def _wrong_super_calls(ctx: RuleContext, cls: ast.ClassDef, init: Function) -> Iterator[Finding]:
-    """`super(nn.Module, self).__init__()` and `super(UnrelatedClass, self).__init__()`."""
+def _wrong_super_calls(
+    ctx: RuleContext, cls: ast.ClassDef, init: Function, init_calls: list[ast.Call]
+) -> Iterator[Finding]:
+    """`super(nn.Module, self).__init__()` and `super(UnrelatedClass, self).__init__()`, among
+    the `.__init__(...)` calls of its own body (`init_calls`)."""
     sem = ctx.sem
     self_name = self_parameter(init)
-    if not init.body:
-        return
-    body_start = position(init.body[0])
-    # the `.__init__(...)` calls in its body (not its signature): what a walk of its own
-    # nodes would find, without the walk
-    for node in _init_calls_by_function(sem).get(id(init), ()):
-        if (
-            position(node) < body_start
-            or not isinstance(node.func, ast.Attribute)
-            or not is_super_call(node.func.value)
-        ):
+    for node in init_calls:
+        if not isinstance(node.func, ast.Attribute) or not is_super_call(node.func.value):
             continue
         super_call = node.func.value
         assert isinstance(super_call, ast.Call)
@@ -176,6 +185,17 @@ def _init_calls_by_function(sem: Semantics) -> dict[int, list[ast.Call]]:
                 found.setdefault(id(function), []).append(call)
         sem.derived["modules:init-calls"] = found
     return found
+
+
+def _body_init_calls(sem: Semantics, init: Function) -> list[ast.Call]:
+    """The `.__init__(...)` calls in the function's body (not its signature) and not in nested
+    functions, classes or lambdas, in source order: what a walk of its own nodes would find,
+    without the walk."""
+    calls = _init_calls_by_function(sem).get(id(init))
+    if not calls or not init.body:
+        return []
+    body_start = position(init.body[0])
+    return [call for call in calls if position(call) >= body_start]
 
 
 def _is_rebound(sem: Semantics, name: str) -> bool:

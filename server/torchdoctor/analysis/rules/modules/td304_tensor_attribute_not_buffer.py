@@ -98,9 +98,22 @@ NON_TENSOR_METHODS = frozenset(
 
 def _is_tensor_expression(ctx: RuleContext, node: ast.AST, depth: int = 0) -> bool:
     """A value built by torch tensor factories (followed through local variables)."""
-    sem = ctx.sem
     if depth > 6:
         return False
+    # calls first (the node types tested are unrelated: the order changes no answer): most
+    # values stored on `self` are calls (`nn.Linear(...)`), answered by their qualname
+    if isinstance(node, ast.Call):
+        func = node.func
+        qualname = ctx.sem.qualname(func)
+        if qualname is not None:
+            # `torch.<one of TENSOR_FACTORIES>`, one set look-up
+            return qualname in _FACTORY_QUALNAMES
+        if isinstance(func, ast.Attribute) and func.attr not in NON_TENSOR_METHODS:
+            return _is_tensor_expression(ctx, func.value, depth + 1)
+        return False
+    if isinstance(node, ast.Name):
+        definition = _reaching_assignment(ctx, node)
+        return definition is not None and _is_tensor_expression(ctx, definition, depth + 1)
     if isinstance(node, ast.BinOp):
         return _is_tensor_expression(ctx, node.left, depth + 1) or _is_tensor_expression(
             ctx, node.right, depth + 1
@@ -115,18 +128,6 @@ def _is_tensor_expression(ctx: RuleContext, node: ast.AST, depth: int = 0) -> bo
         return _is_tensor_expression(ctx, node.body, depth + 1) or _is_tensor_expression(
             ctx, node.orelse, depth + 1
         )
-    if isinstance(node, ast.Name):
-        definition = _reaching_assignment(ctx, node)
-        return definition is not None and _is_tensor_expression(ctx, definition, depth + 1)
-    if not isinstance(node, ast.Call):
-        return False
-    qualname = sem.qualname(node.func)
-    if qualname is not None:
-        head, _, last = qualname.rpartition(".")
-        return head == "torch" and last in TENSOR_FACTORIES
-    func = node.func
-    if isinstance(func, ast.Attribute) and func.attr not in NON_TENSOR_METHODS:
-        return _is_tensor_expression(ctx, func.value, depth + 1)
     return False
 
 
@@ -238,16 +239,18 @@ def tensor_attribute_not_buffer(ctx: RuleContext) -> Iterator[Finding]:
     for assign, target, method, cls in self_assignments(ctx):
         if method.name != "__init__" or (id(cls), target.attr) in reported:
             continue
+        value = assign.value
+        assert value is not None
+        # the value first: most are no tensor (`nn.Linear(...)`), and the class is looked
+        # over only for one that is
+        if not _is_tensor_expression(ctx, value):
+            continue
         custom = moves_itself.get(id(cls))
         if custom is None:
             custom = moves_itself[id(cls)] = (
                 method_named(cls, "_apply") is not None or method_named(cls, "to") is not None
             )
-        if custom:
-            continue
-        value = assign.value
-        assert value is not None
-        if not _is_tensor_expression(ctx, value) or _is_scalar_constant(ctx, value):
+        if custom or _is_scalar_constant(ctx, value):
             continue
         if target.attr in FRAMEWORK_MOVED_ATTRIBUTES:
             continue
