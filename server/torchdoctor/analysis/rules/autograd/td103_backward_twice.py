@@ -37,18 +37,25 @@ def backward_twice(ctx: RuleContext) -> Iterator[Finding]:
         if isinstance(call.func, ast.Attribute) and not _retains_graph(call)
     ]
     reported: set[int] = set()
+    assigned_in: dict[str, set[int]] = {}  # by name: _assigned_in_loops
     for call in calls:
-        finding = _loss_from_before_the_loop(ctx, call)
+        finding = _loss_from_before_the_loop(ctx, call, assigned_in)
         if finding is not None:
             reported.add(id(call))
             yield finding
     # Compare each call with the next few in the same function and loop: a shared graph is
     # reused close by, and this keeps generated files with thousands of calls linear.
     groups: dict[tuple[int, int], list[ast.Call]] = {}
-    for call in calls:
-        loops = sem.enclosing_loops(call)
-        key = (id(sem.enclosing_function(call)), id(loops[0]) if loops else 0)
-        groups.setdefault(key, []).append(call)
+    if len(calls) > 1:  # else no pair to compare
+        for call in calls:
+            loops = sem.enclosing_loops(call)
+            # a loop lies in one function (the loops around a call stop at its function):
+            # the innermost loop alone tells the group, without the climb to the function
+            if loops:
+                key = (0, id(loops[0]))
+            else:
+                key = (id(sem.enclosing_function(call)), 0)
+            groups.setdefault(key, []).append(call)
     sources: dict[int, set[Definition]] = {}
     for group in groups.values():
         if len(group) < 2:
@@ -94,17 +101,26 @@ def _receiver_name(call: ast.Call) -> ast.Name | None:
     return None
 
 
-def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | None:
+def _loss_from_before_the_loop(
+    ctx: RuleContext, call: ast.Call, assigned_in: dict[str, set[int]]
+) -> Finding | None:
     """`loss = ...` computed once, then `loss.backward()` inside a loop: iteration 2 raises."""
     sem = ctx.sem
     receiver = _receiver_name(call)
+    if receiver is None:
+        return None
     loops = sem.enclosing_loops(call)
-    if receiver is None or not loops:
+    if not loops:
         return None
     loop = loops[0]
     # pure tests, the one most calls fail first: the name bound in the loop's iterations (the
-    # loss computed in the loop), found without the function's data flow
-    if bound_by_iterations(sem, receiver.id, loop):
+    # loss computed in the loop), found without the function's data flow; first by a set
+    # lookup (`loss = ...` in the loop, the common case), then by the loop's target too
+    name = receiver.id
+    loops_assigning = assigned_in.get(name)
+    if loops_assigning is None:
+        loops_assigning = assigned_in[name] = _assigned_in_loops(sem, name)
+    if id(loop) in loops_assigning or bound_by_iterations(sem, name, loop):
         return None
     flow = flow_of(sem, function_scope(sem, call))
     definition = flow.reaching(receiver.id, call)
@@ -123,6 +139,15 @@ def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | No
         'through the graph a second time"; compute the loss inside the loop'
     )
     return ctx.finding("TD103", call, message)
+
+
+def _assigned_in_loops(sem: Semantics, name: str) -> set[int]:
+    """The loops (by id) in whose iterations an assignment binds the plain `name`. For such a
+    loop one of the name's definitions is in the loop, so `_loss_from_before_the_loop` returns
+    None (as `bound_by_iterations` also says). One climb per assignment of the name, made once
+    per run of the rule and shared by every backward call on the name; a bisection per call,
+    as `bound_by_iterations` makes, costs more."""
+    return {id(loop) for assign in sem.assignments_to(name) for loop in sem.enclosing_loops(assign)}
 
 
 ENGINE_NAME = re.compile(r"accelerat|fabric|engine|deepspeed", re.IGNORECASE)

@@ -7,7 +7,13 @@ import ast
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...dataflow import Definition, ScopeFlow, flow_of, names_with_history
+from ...dataflow import (
+    GRAPH_CUTTING_METHODS,
+    Definition,
+    ScopeFlow,
+    flow_of,
+    names_with_history,
+)
 from ...findings import Finding, Fix, Severity, rule
 from ...semantics import Function, Loop, Semantics, ValueKind
 from ...summaries import (
@@ -32,27 +38,33 @@ def loss_graph_leak(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     if not sem.loops or not may_compute_losses(sem):
         return  # every finding is the accumulation of a loss, in a loop
-    structure = training_of(sem)
-    mentioned_in_backward = _NamesInBackward(sem, structure.backward_calls)
-    backward_receivers = _backward_receivers_by_loop(sem, structure.backward_calls)
+    backward = _BackwardFacts(sem)
     for target, value, kind, loop in _accumulations(sem):
         target_name = sem.dotted(target)
         if target_name is None:
             continue
+        # pure tests, before any data flow: the climb for no_grad first (an evaluation loop's
+        # `seen += y.size(0)`), then whether the value has a name with history or is itself a
+        # loss call (`_accumulations` left out the values cut from their graph)
         statement = sem.enclosing_statement(value)
         if statement is None or in_no_grad(sem, statement):
             continue
-        # pure tests, the one most accumulations fail first: most accumulate no loss (and
-        # `total += loss.item()` is known to be none without the function's data flow)
-        losses = [
-            n for n in names_with_history(value) if _is_loss(ctx, n, loop, backward_receivers)
-        ]
-        if not losses and not _is_direct_loss(ctx, value):
-            continue
+        sources = names_with_history(value)
+        direct: bool | None = None
+        if not sources:
+            direct = _is_direct_loss(ctx, value)
+            if not direct:
+                continue
+        losses = [n for n in sources if _is_loss(ctx, n, loop, backward)]
+        if not losses:
+            if direct is None:
+                direct = _is_direct_loss(ctx, value)
+            if not direct:
+                continue
         if _defined_in_iteration(ctx, target_name, statement, loop):
             continue
         function = sem.enclosing_function(value)
-        if mentioned_in_backward.mentions(function, target_name):
+        if backward.mentions(function, target_name):
             continue  # the sum or list is back-propagated on purpose
         # asked last: it reads the whole function
         if _returned_as_loss(ctx, function, target_name, loop):
@@ -115,20 +127,6 @@ def _feeding_returns(ctx: RuleContext, function: Function) -> set[str]:
     return found
 
 
-def _backward_receivers_by_loop(
-    sem: Semantics, backward_calls: list[ast.Call]
-) -> set[tuple[int, str]]:
-    """(loop, name) for every `name.backward()` and each loop around it: one pass, so that
-    asking about one name in one loop costs a set lookup."""
-    found: set[tuple[int, str]] = set()
-    for call in backward_calls:
-        func = call.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            for loop in sem.enclosing_loops(call):
-                found.add((id(loop), func.value.id))
-    return found
-
-
 def _is_direct_loss(ctx: RuleContext, value: ast.AST) -> bool:
     """`total += F.mse_loss(out, y)`: the loss call itself is accumulated (not its `.data`)."""
     return isinstance(value, ast.Call | ast.Attribute) and computes_loss(ctx.sem, value)
@@ -146,54 +144,96 @@ def _direct_loss_finding(ctx: RuleContext, value: ast.AST, target: str, method: 
     return ctx.finding("TD104", value, message, fix)
 
 
+# `.item()`, `.detach()`, `.tolist()`: a value cut from its graph, which neither
+# `names_with_history` (GRAPH_CUTTING_METHODS) nor `computes_loss` (these three) looks into,
+# so that its accumulation is never reported
+_CUT_METHODS = GRAPH_CUTTING_METHODS & {"item", "detach", "tolist"}
+
+
 def _accumulations(sem: Semantics) -> list[tuple[ast.AST, ast.AST, str, Loop]]:
     """(target, accumulated value, "sum"|"list", innermost loop) for `t += v`, `t = t + v` and
-    `t.append(v)` inside loops."""
+    `t.append(v)` inside loops; without those that cannot accumulate a loss: a constant
+    (`n += 1`), a value cut from its graph (`t += x.item()`, the most common)."""
     found: list[tuple[ast.AST, ast.AST, str]] = []
+    # exact type tests (the parser makes no subclasses), the operator first: asked of every
+    # assignment of the file, and most are neither a sum nor an augmented one
     for assign in sem.assigns:
-        if isinstance(assign, ast.AugAssign) and isinstance(assign.op, ast.Add):
-            found.append((assign.target, assign.value, "sum"))
-        elif (
-            isinstance(assign, ast.Assign)
-            and len(assign.targets) == 1
-            and isinstance(assign.value, ast.BinOp)
-            and isinstance(assign.value.op, ast.Add)
-        ):
-            target_name = sem.dotted(assign.targets[0])
-            left, right = assign.value.left, assign.value.right
-            if target_name is not None and sem.dotted(left) == target_name:
-                found.append((assign.targets[0], right, "sum"))
-            elif target_name is not None and sem.dotted(right) == target_name:
-                found.append((assign.targets[0], left, "sum"))
+        if type(assign) is ast.AugAssign:
+            if type(assign.op) is ast.Add:
+                found.append((assign.target, assign.value, "sum"))
+            continue
+        binop = assign.value
+        if type(binop) is not ast.BinOp or type(binop.op) is not ast.Add:
+            continue
+        if type(assign) is not ast.Assign or len(assign.targets) != 1:
+            continue
+        total = assign.targets[0]
+        total_name = sem.dotted(total)
+        if total_name is None:
+            continue
+        if sem.dotted(binop.left) == total_name:
+            found.append((total, binop.right, "sum"))
+        elif sem.dotted(binop.right) == total_name:
+            found.append((total, binop.left, "sum"))
     for call in sem.method_calls("append"):
         if call.args and isinstance(call.func, ast.Attribute):
             found.append((call.func.value, call.args[0], "list"))
-    result = []
+    result: list[tuple[ast.AST, ast.AST, str, Loop]] = []
     for target, value, kind in found:
+        if type(value) is ast.Constant:
+            continue  # `n += 1`: no name, no loss call
+        if type(value) is ast.Call:
+            func = value.func
+            if type(func) is ast.Attribute and func.attr in _CUT_METHODS:
+                continue
         loops = sem.enclosing_loops(value)
         if loops:  # only the innermost loop reports, so one accumulation gives one finding
             result.append((target, value, kind, loops[0]))
     return result
 
 
-class _NamesInBackward:
-    """The names reaching the backward calls of each function (`torch.stack(losses).mean()
-    .backward()`): a list or sum gathered to be back-propagated. Found for a function when an
-    accumulation in it first asks: following each backward call's names through the data flow
-    costs more than the rest of the rule, and most functions accumulate nothing."""
+class _BackwardFacts:
+    """What the file's backward calls tell about accumulations, each part found when an
+    accumulation first asks (most files accumulate no loss, and ask neither):
 
-    def __init__(self, sem: Semantics, backward_calls: list[ast.Call]) -> None:
+    - the loops around each `name.backward()`, so that asking whether a name is
+      back-propagated in a loop costs a set lookup;
+    - the names reaching the backward calls of each function (`torch.stack(losses).mean()
+      .backward()`): a list or sum gathered to be back-propagated. Following each backward
+      call's names through the data flow costs more than the rest of the rule, and most
+      functions accumulate nothing, so this is found per function."""
+
+    def __init__(self, sem: Semantics) -> None:
         self._sem = sem
-        self._calls: dict[int, list[ast.Call]] = {}
-        for call in backward_calls:
-            self._calls.setdefault(id(sem.enclosing_function(call)), []).append(call)
+        self._receivers: set[tuple[int, str]] | None = None
+        self._calls: dict[int, list[ast.Call]] | None = None
         self._names: dict[int, set[str]] = {}
 
+    def receives_in(self, loop: Loop, name: str) -> bool:
+        """`name.backward()` runs in `loop` (at any depth of its body)."""
+        receivers = self._receivers
+        if receivers is None:
+            receivers = self._receivers = set()
+            sem = self._sem
+            for call in training_of(sem).backward_calls:
+                func = call.func
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                    for around in sem.enclosing_loops(call):
+                        receivers.add((id(around), func.value.id))
+        return (id(loop), name) in receivers
+
     def mentions(self, function: Function | None, name: str) -> bool:
+        """`name` reaches a backward call of `function`."""
         key = id(function)
         names = self._names.get(key)
         if names is None:
-            names = self._names[key] = _names_in_backward(self._sem, self._calls.get(key, []))
+            calls = self._calls
+            if calls is None:
+                calls = self._calls = {}
+                sem = self._sem
+                for call in training_of(sem).backward_calls:
+                    calls.setdefault(id(sem.enclosing_function(call)), []).append(call)
+            names = self._names[key] = _names_in_backward(self._sem, calls.get(key, []))
         return name in names
 
 
@@ -241,12 +281,10 @@ def _is_self_update(ctx: RuleContext, definition: Definition, name: str) -> bool
     )
 
 
-def _is_loss(
-    ctx: RuleContext, name: ast.Name, loop: Loop, backward_receivers: set[tuple[int, str]]
-) -> bool:
+def _is_loss(ctx: RuleContext, name: ast.Name, loop: Loop, backward: _BackwardFacts) -> bool:
     """A tensor with history: back-propagated in this loop, or computed by a loss function."""
     sem = ctx.sem
-    if (id(loop), name.id) in backward_receivers:
+    if backward.receives_in(loop, name.id):
         return True
     flow = flow_of(sem, function_scope(sem, name))
     definition = flow.reaching(name.id, name)

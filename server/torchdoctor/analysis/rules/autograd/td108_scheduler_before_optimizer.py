@@ -27,18 +27,26 @@ def scheduler_before_optimizer(ctx: RuleContext) -> Iterator[Finding]:
     optimizer_steps = training_of(sem).step_calls
     if not optimizer_steps:
         return
+    # by receiver: a file steps the same few optimizers and schedulers many times
+    schedulers: dict[str, bool] = {}
     for call in sem.method_calls("step"):
+        if call.args or call.keywords:
+            continue  # `scheduler.step(val_loss)`: ReduceLROnPlateau, or the epoch argument
         func = call.func
         assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
         receiver = func.value
-        if call.args or call.keywords:
-            continue  # `scheduler.step(val_loss)`: ReduceLROnPlateau, or the epoch argument
-        if not _is_torch_scheduler(ctx, receiver):
+        dotted = sem.dotted(receiver)
+        if dotted is None:
+            continue
+        is_scheduler = schedulers.get(dotted)
+        if is_scheduler is None:
+            is_scheduler = schedulers[dotted] = _is_torch_scheduler(ctx, dotted)
+        if not is_scheduler:
             continue
         later = _optimizer_steps_after(ctx, call, optimizer_steps)
         if not later:
             continue
-        name = sem.dotted(receiver) or "scheduler"
+        name = dotted
         optimizer = step_target_name(later[0]) or "optimizer"
         message = (
             f'`{name}.step()` runs before `{optimizer}.step()`: torch warns "Detected call of '
@@ -54,15 +62,13 @@ def scheduler_before_optimizer(ctx: RuleContext) -> Iterator[Finding]:
         yield ctx.finding("TD108", call, message, fix)
 
 
-def _is_torch_scheduler(ctx: RuleContext, receiver: ast.AST) -> bool:
-    """A torch LR scheduler (or one built on it), not a custom class with its own `step()`."""
-    dotted = ctx.sem.dotted(receiver)
-    if dotted is None:
-        return False
+def _is_torch_scheduler(ctx: RuleContext, dotted: str) -> bool:
+    """The dotted name holds a torch LR scheduler (or one built on it), not a custom class with
+    its own `step()`: a fact of the name alone."""
     values = ctx.sem.assigned_values(dotted)
     if not values:
         # a parameter or attribute set elsewhere, named like a scheduler
-        return ctx.sem.kind_of(receiver) is ValueKind.SCHEDULER
+        return ctx.sem.kind_of_name(dotted) is ValueKind.SCHEDULER
     for value in values:
         if not isinstance(value, ast.Call):
             return False
@@ -80,11 +86,13 @@ def _optimizer_steps_after(
     """The optimizer steps later in the same iteration of the innermost loop that holds any,
     when none comes before the scheduler call in that iteration."""
     sem = ctx.sem
+    structure = training_of(sem)
     for loop in sem.enclosing_loops(call):
-        inside = training_of(sem).steps_in(loop)
+        inside = structure.steps_in(loop)
         if not inside:
             continue
-        if any(position(s) < position(call) for s in inside):
+        start = position(call)
+        if any(position(s) < start for s in inside):
             return []
         return [s for s in inside if not in_exclusive_branches(sem, s, call)]
     return []

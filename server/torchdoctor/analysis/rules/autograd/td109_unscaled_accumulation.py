@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...dataflow import flow_of
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
-from ...training import TrainingLoop, function_scope, training_of
-from ...tree_walk import walk
+from ...semantics import Loop
+from ...training import function_scope, training_of
+from ...tree_walk import child_nodes
 
 
 @rule(
@@ -22,22 +23,36 @@ from ...tree_walk import walk
 )
 def unscaled_accumulation(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
+    clipping: list[ast.Call] | None = None  # the file's clipping calls, found when first asked
+    divisors: dict[int, ast.expr | None] = {}  # see _modulo_condition
+    steps_far: dict[str, bool] = {}  # see _scale_matters
     for entry in training_of(sem).training_loops:
-        if len(entry.optimizer_names) != 1 or not entry.zeroing:
+        # pure tests, cheapest first: most loops step on every iteration, which the climb from
+        # their first step tells
+        if not entry.zeroing:
             continue
-        conditions = [_modulo_condition(ctx, step, entry.loop) for step in entry.step_calls]
-        known = [c for c in conditions if c is not None]
-        if len(known) < len(conditions):
+        conditions: list[tuple[ast.If, ast.expr]] = []
+        for step in entry.step_calls:
+            condition = _modulo_condition(ctx, step, entry.loop, divisors)
+            if condition is None:
+                break  # asked no further: this one decides
+            conditions.append(condition)
+        if len(conditions) < len(entry.step_calls):
             continue  # the optimizer also steps on every iteration
-        if not all(_modulo_condition(ctx, zero, entry.loop) for zero in entry.zeroing):
-            continue  # gradients are cleared every iteration: nothing accumulates
-        if not _scale_matters(ctx, entry):
+        optimizer_names = entry.optimizer_names
+        if len(optimizer_names) != 1:
             continue
-        branch, divisor = known[0]
+        if not all(_modulo_condition(ctx, zero, entry.loop, divisors) for zero in entry.zeroing):
+            continue  # gradients are cleared every iteration: nothing accumulates
+        if clipping is None:
+            clipping = _clipping_calls(ctx)
+        if not _scale_matters(ctx, entry.loop, optimizer_names[0], clipping, steps_far):
+            continue
+        branch, divisor = conditions[0]
         for backward in entry.backward_calls:
-            if any(backward in _walk_set(c[0]) for c in conditions if c is not None):
-                continue
             if sem.enclosing_loops(backward)[:1] != [entry.loop]:
+                continue
+            if _under_any(ctx, backward, [c[0] for c in conditions], entry.loop):
                 continue
             loss = _backward_loss(backward)
             if loss is None or _is_scaled(ctx, loss, backward, divisor, depth=0):
@@ -70,48 +85,93 @@ SCALE_INVARIANT_OPTIMIZERS = frozenset(
 CLIPPING_CALLS = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_gradients")
 
 
-def _scale_matters(ctx: RuleContext, entry: TrainingLoop) -> bool:
+def _clipping_calls(ctx: RuleContext) -> list[ast.Call]:
+    """The clipping calls of the file, found by the name they call."""
+    sem = ctx.sem
+    return [
+        call
+        for name in CLIPPING_CALLS
+        for group in (sem.calls_by_attr, sem.calls_by_name)
+        for call in group.get(name, ())
+    ]
+
+
+def _scale_matters(
+    ctx: RuleContext,
+    loop: Loop,
+    optimizer: str,
+    clipping: list[ast.Call],
+    steps_far: dict[str, bool],
+) -> bool:
     """The k-times-larger gradient changes the step: the loop clips gradients (at a norm now k
     times too small), or the optimizer is known and not one that normalises the gradient away
-    (SGD). An optimizer of unknown class without clipping: stay quiet."""
+    (SGD). An optimizer of unknown class without clipping: stay quiet. `steps_far` keeps the
+    second answer by optimizer name (a fact of the name: loops often share one optimizer)."""
     sem = ctx.sem
-    # the clipping calls of the file, found by the name they call, asked whether they run in
-    # the loop's iterations (what a loop's calls are)
-    for name in CLIPPING_CALLS:
-        for group in (sem.calls_by_attr, sem.calls_by_name):
-            if any(sem.in_loop(call, entry.loop) for call in group.get(name, ())):
-                return True
-    optimizer = entry.optimizer_names[0]
+    # the clipping calls of the file (`_clipping_calls`), asked whether they run in the loop's
+    # iterations (what a loop's calls are); only those on the loop's lines can (a node lies
+    # within the lines of every node around it), which spares the others' climbs
+    first, last = loop.lineno, loop.end_lineno or loop.lineno
+    if any(first <= call.lineno <= last and sem.in_loop(call, loop) for call in clipping):
+        return True
+    known = steps_far.get(optimizer)
+    if known is not None:
+        return known
     classes = [
         (sem.call_qualname(value) or "").rsplit(".", 1)[-1]
         for value in sem.assigned_values(optimizer)
         if isinstance(value, ast.Call)
     ]
-    return bool(classes) and all(
+    found = steps_far[optimizer] = bool(classes) and all(
         name[:1].isupper() and name not in SCALE_INVARIANT_OPTIMIZERS for name in classes
     )
+    return found
 
 
-def _walk_set(node: ast.AST) -> list[ast.AST]:
-    return list(walk(node))
+def _under_any(ctx: RuleContext, node: ast.AST, branches: list[ast.If], loop: Loop) -> bool:
+    """`node` lies below one of `branches` (each inside `loop`): found by climbing from the
+    node to the loop, not by walking each branch's subtree."""
+    for ancestor in ctx.sem.ancestors(node):
+        if ancestor is loop:
+            return False
+        if any(ancestor is branch for branch in branches):
+            return True
+    return False
 
 
 def _modulo_condition(
-    ctx: RuleContext, node: ast.AST, loop: ast.AST
+    ctx: RuleContext, node: ast.AST, loop: ast.AST, divisors: dict[int, ast.expr | None]
 ) -> tuple[ast.If, ast.expr] | None:
-    """The `if ... % k == 0:` between `node` and `loop`, with `k`."""
+    """The `if ... % k == 0:` between `node` and `loop`, with `k`. `divisors` keeps each `if`
+    asked about (by id) with its test's `k`, or None: an optimizer step and the zeroing after it
+    usually share their `if`, whose test is then read once."""
     for ancestor in ctx.sem.ancestors(node):
         if ancestor is loop:
             return None
-        if isinstance(ancestor, ast.If):
-            for part in walk(ancestor.test):
-                if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod):
-                    divisor = part.right
-                    if isinstance(divisor, ast.Constant) and (
-                        not isinstance(divisor.value, int) or divisor.value <= 1
-                    ):
-                        continue
-                    return ancestor, divisor
+        if type(ancestor) is ast.If:  # exact type test: the parser makes no subclasses
+            key = id(ancestor)
+            if key in divisors:
+                divisor = divisors[key]
+            else:
+                divisor = divisors[key] = _modulo_divisor(ancestor.test)
+            if divisor is not None:
+                return ancestor, divisor
+    return None
+
+
+def _modulo_divisor(test: ast.expr) -> ast.expr | None:
+    """The `k` of the first `... % k` in `test`, breadth first (as `walk` visits), whose `k` is
+    no constant that cannot count batches (`% 1`, `% 1.5`); None when there is none."""
+    # a list read while it grows: breadth first, without walk's generator and deque
+    todo: list[ast.AST] = [test]
+    for part in todo:
+        if type(part) is ast.BinOp and type(part.op) is ast.Mod:
+            divisor = part.right
+            if type(divisor) is not ast.Constant or (
+                isinstance(divisor.value, int) and divisor.value > 1
+            ):
+                return divisor
+        todo.extend(child_nodes(part))
     return None
 
 
