@@ -20,7 +20,9 @@ from ...semantics import (
     Loop,
     Semantics,
     ValueKind,
+    end_position,
     position,
+    starting_within,
 )
 from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
 from ...training import is_backward_call, is_optimizer_step, training_of
@@ -100,7 +102,32 @@ def is_model_value(sem: Semantics, node: ast.AST) -> bool:
     """A name or `self.attr` that holds a model (by assignment, annotation, or its name); for
     other attributes (`writer.generator`) the name alone is not enough."""
     dotted = sem.dotted(node)
-    if dotted is None or sem.qualname(node) is not None:
+    if dotted is None:
+        return False
+    return _is_model_name(sem, _model_names(sem), node, dotted)
+
+
+def _model_names(sem: Semantics) -> dict[str, bool]:
+    """The answers of `is_model_value` so far, by dotted name (see `_is_model_name`)."""
+    memo: dict[str, bool] | None = sem.derived.get("evaluation:model-names")
+    if memo is None:
+        memo = sem.derived["evaluation:model-names"] = {}
+    return memo
+
+
+def _is_model_name(sem: Semantics, memo: dict[str, bool], node: ast.AST, dotted: str) -> bool:
+    """`is_model_value` of a node whose dotted name is `dotted`, memoised by that name: every
+    test below reads the name alone (its qualname through the imports, its kind, the values
+    assigned to it), so the calls of a loop that share a callee (`x.to(...)`, `y.to(...)`,
+    `model(...)` in loop after loop) ask once."""
+    answer = memo.get(dotted)
+    if answer is None:
+        answer = memo[dotted] = _names_model(sem, node, dotted)
+    return answer
+
+
+def _names_model(sem: Semantics, node: ast.AST, dotted: str) -> bool:
+    if sem.qualname(node) is not None:
         return False
     if "." in dotted and not dotted.startswith("self."):
         return sem.kinds.get(dotted) is ValueKind.MODEL
@@ -117,6 +144,8 @@ TRANSFORMERS_MODEL = re.compile(r"Model|For[A-Z]|Backbone")
 
 def _bound_to_helper_object(sem: Semantics, dotted: str) -> bool:
     """Every object the file assigns to `dotted` is a transformers helper, not a model."""
+    if "transformers" not in sem.imported_packages():
+        return False  # no call's qualname starts with `transformers.`: none is a helper
     key = f"evaluation:helper-object:{dotted}"
     cached: bool | None = sem.derived.get(key)
     if cached is not None:
@@ -316,10 +345,40 @@ def _find_candidates(sem: Semantics, found: list[EvaluationLoop]) -> None:
     for loop in sem.loops:
         if training.backward_or_step_in(loop) or not _looks_like_evaluation_loop(sem, loop):
             continue
-        model_calls = [call for call in training.calls_in(loop) if is_model_call(sem, call)]
+        model_calls = _model_calls_in(sem, loop)
         if model_calls:
             model_calls.sort(key=position)
             found.append(EvaluationLoop(loop, model_calls))
+
+
+def _model_calls_in(sem: Semantics, loop: Loop) -> list[ast.Call]:
+    """The model calls of `training_of(sem).calls_in(loop)`, in its order, found without that
+    list: of `sem.calls`, those that start in the loop's body are asked whether they call a
+    model first (memoised by name), and only those climb to see that no function, class or
+    lambda defined in the loop holds them. The loop is one of `sem.loops`, whose calls
+    `calls_in` takes from `sem.calls`; the loops asked here are not training loops, whose
+    calls other rules want, so nothing else needs the full list."""
+    parents = sem.parents
+    memo = _model_names(sem)
+    found: list[ast.Call] = []
+    for call in starting_within(sem.calls, position(loop.body[0]), end_position(loop.body[-1])):
+        # `model_of`, `Semantics.dotted` and `is_model_value`, inlined: asked of every call
+        func = call.func
+        if type(func) is ast.Attribute and func.attr == "forward":
+            func = func.value
+        dotted = sem.dotted(func)
+        if dotted is None or not _is_model_name(sem, memo, func, dotted):
+            continue
+        node = parents.get(call)
+        while node is not loop and node is not None and type(node) not in _SCOPE_TYPES:
+            node = parents.get(node)
+        if node is loop:
+            found.append(call)
+    return found
+
+
+# functions, classes and lambdas, for exact type tests (the parser makes no subclasses)
+_SCOPE_TYPES = frozenset(FUNCTION_NODES)
 
 
 def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:
@@ -543,25 +602,31 @@ def _is_lightning_hook(sem: Semantics, function: Function) -> bool:
 
 def grad_mode_at(sem: Semantics, node: ast.AST) -> str | None:
     """ "off" under no_grad/inference_mode, "managed" under set_grad_enabled(x)/enable_grad."""
-    for ancestor in sem.ancestors(node):
-        if isinstance(ancestor, ast.With | ast.AsyncWith):
-            for item in ancestor.items:
+    # a plain climb with exact type tests (the parser makes no subclasses): asked of the model
+    # calls of every evaluation loop, through their expressions and statements
+    parents = sem.parents
+    ancestor = parents.get(node)
+    while ancestor is not None:
+        kind = type(ancestor)
+        if kind is ast.With or kind is ast.AsyncWith:
+            for item in ancestor.items:  # type: ignore[attr-defined]  # type() tested above
                 if sem.is_no_grad_context(item.context_expr):
                     return "off"
                 if _is_grad_manager(sem, item.context_expr):
                     return "managed"
-        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
-            for decorator in ancestor.decorator_list:
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            for decorator in ancestor.decorator_list:  # type: ignore[attr-defined]  # type() tested above
                 if sem.is_no_grad_context(decorator):
                     return "off"
                 if _is_grad_manager(sem, decorator):
                     return "managed"
-            summary = summaries_of(sem).of(ancestor)
+            summary = summaries_of(sem).of(ancestor)  # type: ignore[arg-type]  # type() tested above
             if summary is not None and summary.runs_without_grad:
                 return "off"  # a decorator of this file that wraps the call in no_grad
             return None
-        if isinstance(ancestor, ast.ClassDef | ast.Lambda):
+        elif kind is ast.ClassDef or kind is ast.Lambda:
             return None
+        ancestor = parents.get(ancestor)
     return None
 
 
@@ -583,10 +648,19 @@ class ModeEvent:
 
 
 def mode_of_call(sem: Semantics, call: ast.Call) -> str | None:
-    func = call.func
-    if not is_mode_switch(sem, call):
+    mode = spelt_mode(call)
+    if mode is None or not is_mode_switch(sem, call):
         return None  # also the train()/eval() of a schedule-free optimizer
-    assert isinstance(func, ast.Attribute)
+    return mode
+
+
+def spelt_mode(call: ast.Call) -> str | None:
+    """The mode an `.eval()`/`.train(...)` call's own arguments ask for ("eval", "train", or
+    "managed" for a mode computed at run time), before whether its receiver is a module is
+    asked (`mode_of_call`); None for any other call."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
     if func.attr == "eval" and not call.args and not call.keywords:
         return "eval"
     if func.attr != "train":

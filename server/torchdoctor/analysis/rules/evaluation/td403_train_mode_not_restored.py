@@ -24,6 +24,7 @@ from ._shared import (
     mode_of_call,
     model_of,
     restore_edit,
+    spelt_mode,
     training_after,
 )
 
@@ -102,7 +103,12 @@ def _switches_inside_a_loop(sem: Semantics) -> bool:
     whole = sem.whole
     for name in ("eval", "train"):
         for call in whole.method_calls(name):
-            if whole.enclosing_loops(call) and mode_of_call(whole, call) == "eval":
+            # the call's own syntax first: most `.train()` calls switch to train mode
+            if (
+                spelt_mode(call) == "eval"
+                and whole.enclosing_loops(call)
+                and mode_of_call(whole, call) == "eval"
+            ):
                 return True
     # the local calls in a loop first, without the summaries: most files make none
     called_in_loops = [

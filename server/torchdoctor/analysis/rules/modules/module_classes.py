@@ -109,12 +109,17 @@ def _is_module_base(sem: Semantics, base: ast.expr) -> bool:
 
 
 def module_classes_of(sem: Semantics) -> list[ast.ClassDef]:
-    """nn.Module subclasses of this file (every class of that name, in source order)."""
-    return [
-        cls
-        for cls in sem.classes
-        if cls.name in sem.module_classes and any(_is_module_base(sem, b) for b in cls.bases)
-    ]
+    """nn.Module subclasses of this file (every class of that name, in source order).
+    Memoised per semantics: TD301 and `self_assignments` (TD302, TD304) ask for every file.
+    The list is shared: callers read it, never change it."""
+    found: list[ast.ClassDef] | None = sem.derived.get("modules:module-classes")
+    if found is None:
+        found = sem.derived["modules:module-classes"] = [
+            cls
+            for cls in sem.classes
+            if cls.name in sem.module_classes and any(_is_module_base(sem, b) for b in cls.bases)
+        ]
+    return found
 
 
 def nn_class_name(sem: Semantics, func: ast.AST) -> str | None:
@@ -270,14 +275,19 @@ def self_assignments(ctx: RuleContext) -> list[SelfAssignment]:
     sem.derived["modules:self-assignments"] = found
     if not classes:
         return found  # no module class: nothing to walk
+    # one class per test, the exact type matching first (faster than a test against a union):
+    # asked of every assignment in the module classes, most of them to plain names in `forward`
     for assign in _assigns_inside(sem.assigns, module_classes):
-        if not isinstance(assign, ast.Assign | ast.AnnAssign) or assign.value is None:
+        if isinstance(assign, ast.Assign):
+            targets = assign.targets
+            if len(targets) != 1:
+                continue
+            target = targets[0]
+        elif isinstance(assign, ast.AnnAssign) and assign.value is not None:
+            target = assign.target
+        else:
             continue
-        targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
-        if len(targets) != 1:
-            continue
-        target = targets[0]
-        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+        if not isinstance(target, ast.Attribute) or not isinstance(target.value, ast.Name):
             continue
         method = sem.enclosing_function(assign)
         if method is None or target.value.id != self_parameter(method):

@@ -22,6 +22,9 @@ from .module_classes import (
     self_parameter,
 )
 
+# the values that may hold submodules in a plain container: a display or comprehension, a
+# local name, or a call of a plain name (`list()`, `dict(...)`)
+CANDIDATE_VALUES = frozenset({ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp, ast.Name})
 LIST_METHODS_MODULELIST_LACKS = frozenset(
     {"index", "count", "remove", "sort", "reverse", "clear", "copy"}
 )
@@ -39,9 +42,12 @@ def unregistered_submodules(ctx: RuleContext) -> Iterator[Finding]:
     for assign, target, method, cls in self_assignments(ctx):
         value = assign.value
         assert value is not None
-        if not isinstance(
-            value, ast.List | ast.Tuple | ast.ListComp | ast.Dict | ast.DictComp | ast.Name
-        ) and not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        # exact type tests (the parser makes no subclasses): asked of every `self.x = ...` of
+        # the module classes, most of them a layer (`nn.Linear(...)`), which passes neither
+        kind = type(value)
+        if kind not in CANDIDATE_VALUES and not (
+            kind is ast.Call and type(value.func) is ast.Name  # type: ignore[attr-defined]  # type() tested
+        ):
             continue
         container = _module_container(ctx, cls, method, target.attr, value)
         if container is not None:
