@@ -29,6 +29,8 @@ from ...training import (
 def zero_grad_before_step(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     for entry in training_of(sem).training_loops:
+        if not _may_zero_between(entry):
+            continue
         events: list[tuple[tuple[int, int], str, ast.AST]] = []
         events += [(position(node), "backward", node) for node in entry.backward_calls]
         events += [(position(node), "zero", node) for node in entry.zeroing if _clears(node)]
@@ -56,6 +58,18 @@ def zero_grad_before_step(ctx: RuleContext) -> Iterator[Finding]:
                 "`.backward()`"
             )
             yield ctx.finding("TD102", zero, message, _move_before_fix(ctx, zero, backward))
+
+
+def _may_zero_between(entry: TrainingLoop) -> bool:
+    """Some zeroing starts between the loop's first backward() and its last step, either end
+    included: what a finding needs (a zeroing with a backward() before it in the events and a
+    step after, which the stable sort keeps in that order at a tie). Most loops zero before
+    their backward() or after their step: they are passed over without building events."""
+    if not entry.backward_calls or not entry.zeroing or not entry.step_calls:
+        return False
+    first_backward = min(map(position, entry.backward_calls))
+    last_step = max(map(position, entry.step_calls))
+    return any(first_backward <= position(node) <= last_step for node in entry.zeroing)
 
 
 def _clears(node: ast.AST) -> bool:

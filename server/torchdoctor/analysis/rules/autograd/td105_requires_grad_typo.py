@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
+from ...semantics import BlockIndex, Semantics
 from ._shared import flat_targets
 
 REQUIRES_GRAD = "requires_grad"
@@ -33,11 +34,8 @@ TENSOR_FACTORY_METHODS = frozenset(
 )
 def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    # the names of the blocks visited (an edit's only), joined and searched in C, then tested
-    if not _TYPO_SHAPE.search(" ".join(sem.identifiers()).lower()):
-        return
-    if not any(_is_requires_grad_typo(name) for name in sem.identifiers()):
-        return  # no keyword argument or attribute of the file is spelt like one
+    if not any(sem.per_block("td105:spells-a-typo", _spells_a_typo)):
+        return  # no keyword argument or attribute of the blocks visited is spelt like one
     for call in sem.calls:
         typos = [k for k in call.keywords if k.arg and _is_requires_grad_typo(k.arg)]
         if not typos or not _is_torch_call(ctx, call):
@@ -86,6 +84,16 @@ def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
                 (_rename_edit(ctx, name_span, before="."),),
             )
             yield ctx.finding("TD105", name_span, message, fix)
+
+
+def _spells_a_typo(sem: Semantics, block: BlockIndex) -> bool:
+    """Some name the block mentions is a typo of `requires_grad`: its names joined and searched
+    in C (the set itself, not a generator over the file's names), then tested; kept on the
+    block (an edit asks only the blocks it changed)."""
+    names = block.identifiers
+    if not _TYPO_SHAPE.search(" ".join(names).lower()):
+        return False
+    return any(_is_requires_grad_typo(name) for name in names)
 
 
 def _rename_edit(ctx: RuleContext, name: Span, before: str = "", after: str = "") -> Edit:

@@ -30,19 +30,22 @@ def step_before_backward(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     for entry in training_of(sem).training_loops:
         for step in entry.step_calls:
+            # the cheapest test first (all are pure): most steps follow a backward()
+            at = position(step)
+            if any(position(b) < at for b in entry.backward_calls):
+                continue  # a backward() before it in the iteration
             func = step.func
             assert isinstance(func, ast.Attribute)  # an optimizer step is `<x>.step(...)`
             if step.args and "scaler" not in (sem.dotted(func.value) or "").lower():
                 continue  # `optimizer.step(closure)` computes its own gradients
             if not runs_every_iteration(sem, step, entry.loop, inner_loops_conditional=True):
                 continue  # `if i % k == 0: opt.step()` at the top of an accumulation loop
-            before = [b for b in entry.backward_calls if position(b) < position(step)]
             after = [
                 b
                 for b in entry.backward_calls
-                if position(b) > position(step) and not in_exclusive_branches(sem, b, step)
+                if position(b) > at and not in_exclusive_branches(sem, b, step)
             ]
-            if before or not after:
+            if not after:
                 continue
             statement = sem.enclosing_statement(step)
             if statement is not None and exits_after(sem, statement):

@@ -6,8 +6,8 @@ import ast
 
 from ...context import RuleContext
 from ...dataflow import Definition, flow_of
-from ...semantics import Loop, ValueKind
-from ...training import function_scope, in_exclusive_branches, runs_every_iteration, training_of
+from ...semantics import FUNCTION_NODES, Loop, ValueKind
+from ...training import BRANCH_NODES, function_scope, in_exclusive_branches, training_of
 from ...tree_walk import walk
 
 # Core candidates: "is this expression a tensor", "training loops (innermost loops around
@@ -228,7 +228,8 @@ def training_loops(ctx: RuleContext) -> list[Loop]:
 
 
 def step_loop(ctx: RuleContext, node: ast.AST) -> Loop | None:
-    """The training loop `node` runs in on every iteration, if any."""
+    """The training loop `node` runs in on every iteration, if any: the innermost training loop
+    among `enclosing_loops(node)`, when `runs_every_iteration` there."""
     # asked for every call in a loop: the set is built once per analysis
     training = ctx.sem.derived.get("layout:training_loop_ids")
     if training is None:
@@ -237,12 +238,40 @@ def step_loop(ctx: RuleContext, node: ast.AST) -> Loop | None:
         }
     if not training:
         return None
-    for loop in ctx.sem.enclosing_loops(node):
-        if id(loop) in training:
-            # work in an inner loop of the step still happens on every step
-            every = runs_every_iteration(ctx.sem, node, loop, inner_loops_conditional=False)
-            return loop if every else None
+    # one climb answers both: up to the first training loop whose body holds the path (the
+    # first of the loops `enclosing_loops` lists that trains), noting a branch on the way (what
+    # `runs_every_iteration` looks for, an inner loop not counted). Most nodes asked about are
+    # in no training loop: this spares the memo of loops filled for every node on their way up.
+    parents = ctx.sem.parents
+    conditional = False
+    child = node
+    parent = parents.get(node)
+    while parent is not None:
+        kind = type(parent)
+        if kind in _SCOPE_OR_MODULE_TYPES:
+            return None  # where `enclosing_loops` stops
+        if id(parent) in training and _in_loop_body(parent, child):  # type: ignore[arg-type]  # a training loop
+            return None if conditional else parent  # type: ignore[return-value]  # a training loop
+        if kind in _BRANCH_TYPES:
+            conditional = True
+        child = parent
+        parent = parents.get(parent)
     return None
+
+
+# exact type tests (the parser makes no subclasses) for `step_loop`'s climb
+_SCOPE_OR_MODULE_TYPES = frozenset({*FUNCTION_NODES, ast.Module})
+_BRANCH_TYPES = frozenset(BRANCH_NODES)
+
+
+def _in_loop_body(loop: Loop, child: ast.AST) -> bool:
+    """`child` of `loop` is one of its body's statements: not its target, iterable, test or
+    `else:` (as `enclosing_loops` tells)."""
+    if child in loop.orelse:
+        return False
+    if type(loop) is ast.While:
+        return child is not loop.test
+    return child is not loop.iter and child is not loop.target  # type: ignore[union-attr]  # For and AsyncFor
 
 
 def reaching_binding(ctx: RuleContext, name: str, at: ast.AST) -> Definition | None:

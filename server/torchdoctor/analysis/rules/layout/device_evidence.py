@@ -13,7 +13,7 @@ import ast
 
 from ...context import RuleContext
 from ...file_facts import file_fact
-from ...semantics import Loop, Semantics, ValueKind
+from ...semantics import Loop, Semantics, ValueKind, end_position, position, starting_within
 from ...training import runs_every_iteration
 
 ACCELERATOR_DEVICE_TYPES = ("cuda", "mps", "xpu", "xla", "hpu", "npu")
@@ -75,33 +75,43 @@ def _is_accelerator_string(value: object) -> bool:
 def syncs_on_every_step(sem: Semantics, loop: Loop) -> bool:
     """The step loop copies data to the device with a blocking move on every iteration: the
     host already waits for the GPU there, so the step is synchronized once per iteration."""
-    found = sem.derived.get("device:syncing-loops")
+    # asked only of the step loops that hold a host sync (a few per file): each is answered
+    # when first asked, from the moves inside it, rather than by climbing from every move of
+    # the file to the loops around it
+    cache: dict[int, bool] = sem.derived.setdefault("device:syncing-loops", {})
+    found = cache.get(id(loop))
     if found is None:
-        found = sem.derived["device:syncing-loops"] = _loops_with_blocking_copies(sem)
-    return id(loop) in found
+        found = cache[id(loop)] = _copies_blocking_every_iteration(sem, loop)
+    return found
 
 
-def _loops_with_blocking_copies(sem: Semantics) -> frozenset[int]:
-    """The loops (by id) in which a blocking host-to-device copy runs on every iteration; one
-    pass over the file's moves."""
-    found: set[int] = set()
+def _copies_blocking_every_iteration(sem: Semantics, loop: Loop) -> bool:
+    """A blocking host-to-device copy runs on every iteration of `loop`. The moves are found by
+    position among the file's (`starting_within`): one that starts in the loop's body and
+    reaches the loop climbing through no branch, inner loop or function is in that body."""
+    start, end = position(loop.body[0]), end_position(loop.body[-1])
     for attr in ("to", "cuda", "copy_"):
-        for call in sem.method_calls(attr):
-            if _is_non_blocking(call):
-                continue
-            if attr == "to" and not (call.args and _names_accelerator(sem, call.args[0])):
-                continue
-            if attr == "copy_" and not call.args:
-                continue  # `dst.copy_(batch)` into a device buffer: blocking as well
-            func = call.func
-            assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
-            receiver = func.value
-            if sem.kind_of(receiver) is ValueKind.MODEL:
-                continue  # moving a model is not a per-batch copy
-            for loop in sem.enclosing_loops(call):
-                if runs_every_iteration(sem, call, loop, inner_loops_conditional=True):
-                    found.add(id(loop))
-    return frozenset(found)
+        for call in starting_within(sem.method_calls(attr), start, end):
+            if _is_blocking_copy(sem, attr, call) and runs_every_iteration(
+                sem, call, loop, inner_loops_conditional=True
+            ):
+                return True
+    return False
+
+
+def _is_blocking_copy(sem: Semantics, attr: str, call: ast.Call) -> bool:
+    """`x.to(device)`, `x.cuda()`, `dst.copy_(batch)` without `non_blocking=True`, and not a
+    move of a model."""
+    if _is_non_blocking(call):
+        return False
+    if attr == "to" and not (call.args and _names_accelerator(sem, call.args[0])):
+        return False
+    if attr == "copy_" and not call.args:
+        return False  # `dst.copy_(batch)` into a device buffer: blocking as well
+    func = call.func
+    assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls
+    # moving a model is not a per-batch copy
+    return sem.kind_of(func.value) is not ValueKind.MODEL
 
 
 def _is_non_blocking(call: ast.Call) -> bool:

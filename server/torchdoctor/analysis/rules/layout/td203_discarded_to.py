@@ -33,10 +33,14 @@ MOVING_OR_CASTING = (
 )
 def discarded_to(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
+    # the indexes read directly, and an exact type test (the parser makes no subclasses): asked
+    # of every move and cast of the file, and most are not statements
+    calls_by_attr = sem.calls_by_attr
+    parents = sem.parents
     for attr in MOVING_OR_CASTING:
-        for call in sem.method_calls(attr):
-            statement = sem.parent(call)
-            if not isinstance(statement, ast.Expr):
+        for call in calls_by_attr.get(attr, ()):
+            statement = parents.get(call)
+            if type(statement) is not ast.Expr:
                 continue
             func = call.func
             assert isinstance(func, ast.Attribute)  # Semantics.method_calls: attribute calls

@@ -42,25 +42,16 @@ HOST_TENSOR_FACTORIES = (
 )
 def repeated_host_to_device(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    loops = training_loops(ctx)
-    if not loops:
+    if not training_loops(ctx):
         return
-    training = {id(loop) for loop in loops}
-    enclosing_loops = sem.enclosing_loops
     for attr in ("to", "cuda"):
         for call in sem.method_calls(attr):
-            # the cheap tests first: the receiver's type, then whether a training loop is
-            # around the call (its loops are memoised), which `step_loop` needs to find one,
-            # before its climb and the device test
+            # the cheap tests first: the receiver's type and the arguments, then the climb of
+            # `step_loop`, then the device test
             receiver = call.func.value  # type: ignore[attr-defined]  # Semantics.method_calls: attribute calls
             receiver_kind = type(receiver)
             if receiver_kind is not ast.Name and receiver_kind is not ast.Call:
                 continue  # neither a name nor a factory call: nothing found for it below
-            for around in enclosing_loops(call):
-                if id(around) in training:
-                    break
-            else:
-                continue
             if attr == "to" and not (call.args or call.keywords):
                 continue
             loop = step_loop(ctx, call)
