@@ -46,6 +46,7 @@ SEEDS = [
 TYPED = st.sampled_from(
     [*TOKENS, "#", "x", " ", "\t", '"""', "'", "\\", "else:", "@dec", "    ", ".view(", "\r"]
     + ["loss.backward()", "optimizer.zero_grad()", "model.eval()", ".double()", "def f(", "class"]
+    + ["\f"]
 ) | st.text(max_size=6)
 
 
@@ -556,6 +557,35 @@ def test_a_first_line_that_starts_no_block_starts_none_when_lines_are_added_abov
     before = ")import torch\n\n\ndef train(model):\n    pass\n".split("\n")
     after = ["", *before]
     assert rescan(scan(before), tuple(after)).starts == scan(after).starts == (0, 4)
+
+
+def test_form_feeds_start_blocks_where_python_puts_top_level_statements() -> None:
+    """A form feed in a line's leading whitespace sets Python's column count back to 0: a form
+    feed typed before an indented line of a function keeps the line in the function, a page
+    break between two functions starts nothing, and a statement right after a form feed is at
+    the top. The blocks, the tree and the findings after each edit are a fresh analysis's."""
+    text = make_file(300, seed=7)
+    lines = text.split("\n")
+    indented = next(n for n, line in enumerate(lines) if line.startswith("        ") and n > 20)
+    defined = next(n for n, line in enumerate(lines) if line.startswith("def ") and n > indented)
+    page_break = [*lines[:defined], "\f", *lines[defined:]]
+    analyser = IncrementalAnalyser(PATH)
+    _assert_same_as_fresh(analyser, text)
+    for edited in (
+        [*lines[:indented], "\f" + lines[indented], *lines[indented + 1 :]],
+        [*lines[:indented], "    \f" + lines[indented], *lines[indented + 1 :]],
+        page_break,
+        [*page_break[:defined], "\fx = 1", *page_break[defined + 1 :]],
+    ):
+        _assert_same_as_fresh(analyser, "\n".join(edited))
+        statements = Document.parse("\n".join(edited), PATH).tree.body
+        tops = {_first_line(statement) for statement in statements}
+        assert set(scan(edited).starts) - {0} == tops - {0}
+
+
+def _first_line(statement: ast.stmt) -> int:
+    decorators = getattr(statement, "decorator_list", [])
+    return min([statement.lineno, *(d.lineno for d in decorators)]) - 1
 
 
 def test_a_seed_elsewhere_in_the_file_decides_the_fsdp_finding_after_any_edit() -> None:

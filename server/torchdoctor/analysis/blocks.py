@@ -147,7 +147,7 @@ def _step(line: str, state: ScanState) -> tuple[bool, ScanState]:
     starts_block = False
     after_decorator = state.after_decorator
     # a line that starts with a backslash joins the next one, whose indentation counts
-    if state.at_top and line and line[0] not in " \t#\\" and not is_continuation(line):
+    if state.at_top and line and _at_column_zero(line) and not is_continuation(line):
         starts_block = not after_decorator
         after_decorator = line.startswith("@")
     depth, in_string = scan_brackets(line, state.depth, state.in_string)
@@ -160,6 +160,22 @@ def _step(line: str, state: ScanState) -> tuple[bool, ScanState]:
     ):
         return starts_block, state  # most lines: no new state object
     return starts_block, ScanState(depth, in_string, after_decorator, continued)
+
+
+def _at_column_zero(line: str) -> bool:
+    """The line's first token stands at column 0 as Python's tokenizer counts it, and is no
+    comment or backslash. A form feed in the leading whitespace sets the column back to 0: a
+    line of a form feed alone is a page break, a form feed then four spaces indents as four
+    spaces do, and a token right after a form feed stands at the top, whatever came before
+    it. Only the whitespace after the last form feed counts."""
+    first = line[0]
+    if first not in " \t\f":
+        return first not in "#\\"
+    if "\f" not in line:
+        return False  # indented: most lines
+    rest = line.lstrip(" \t\f")
+    leading = line[: len(line) - len(rest)]
+    return bool(rest) and not leading.rpartition("\f")[2] and rest[0] not in "#\\"
 
 
 def _ends_with_backslash(line: str) -> bool:
