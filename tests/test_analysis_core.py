@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torchdoctor.analysis import Config, Document, check
 from torchdoctor.analysis.call_edits import add_keyword
 from torchdoctor.analysis.context import RuleContext
 from torchdoctor.analysis.dataflow import flow_of
 from torchdoctor.analysis.fixes import apply_edits, apply_fixes
-from torchdoctor.analysis.semantics import ValueKind, build_semantics
+from torchdoctor.analysis.semantics import (
+    MODEL_NAME,
+    OPTIMIZER_NAME,
+    SCHEDULER_NAME,
+    ValueKind,
+    build_semantics,
+)
 
 ALL = Config(select=("ALL",))
 
@@ -136,3 +145,39 @@ def test_retain_graph_fix_on_a_call_with_a_trailing_comma_parses() -> None:
     fixed = apply_fixes(text, findings).text
     ast.parse(fixed)
     assert "loss_a.backward(inputs=weights, retain_graph=True,)" in fixed
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["model", "net", "netD", "unet", "encoder", "vae", "teacher", "sched", "lr_policy"]
+            + ["warmup", "optim", "opt", "loss", "x", "G", "ema_model", "Backbone", "critic"]
+        )
+        | st.text(alphabet="abcdefgHIJKLMNOPZ0123456789_", max_size=4),
+        min_size=1,
+        max_size=3,
+    ),
+    st.sampled_from(["", "_"]),
+    st.sampled_from([str, str.upper, str.swapcase]),
+)
+def test_a_name_says_what_it_holds_as_the_name_patterns_do(
+    parts: list[str], joiner: str, case: Callable[[str], str]
+) -> None:
+    """The kind a name alone suggests (`scheduler`, `opt_g`, `netD`) is what the three name
+    patterns say, though most names are answered without them (`semantics._kind_by_name`)."""
+    name = case(joiner.join(parts)) or "a"
+    expected = next(
+        (
+            kind
+            for pattern, kind in (
+                (SCHEDULER_NAME, ValueKind.SCHEDULER),
+                (OPTIMIZER_NAME, ValueKind.OPTIMIZER),
+                (MODEL_NAME, ValueKind.MODEL),
+            )
+            if pattern.search(name)
+        ),
+        None,
+    )
+    sem = build_semantics(ast.parse(f"{name}.step()" if name.isidentifier() else "pass"))
+    assert sem.kind_of_name(name) is expected

@@ -71,6 +71,48 @@ MODEL_NAME = re.compile(
     r"|^\w+_(model|net)$",
     re.IGNORECASE,
 )
+# What every name the three patterns above match spells, in ASCII lower case: a plain ASCII
+# name that spells none of them is answered without the patterns. Most names asked about (`x`,
+# `loss`, `outputs`) are such, and each pattern's first search after a parse costs a
+# microsecond or two (its code has gone cold), ten times a warm one.
+_KIND_NAME_PARTS = (
+    "sched",
+    "policy",
+    "warmup",
+    "opt",
+    "model",
+    "net",
+    "encoder",
+    "decoder",
+    "backbone",
+    "generator",
+    "discriminator",
+    "classifier",
+    "student",
+    "teacher",
+    "critic",
+    "vae",
+)
+
+
+def _kind_by_name(last: str) -> ValueKind | None:
+    """What a name's last part says it holds (`scheduler`, `opt_g`, `netD`), if anything."""
+    if last.isascii():
+        lower = last.lower()
+        for part in _KIND_NAME_PARTS:
+            if part in lower:
+                break
+        else:
+            return None
+    if SCHEDULER_NAME.search(last):
+        return ValueKind.SCHEDULER
+    if OPTIMIZER_NAME.search(last):
+        return ValueKind.OPTIMIZER
+    if MODEL_NAME.search(last):
+        return ValueKind.MODEL
+    return None
+
+
 OPTIMIZER_FACTORIES = (
     "transformers.AdamW",
     "transformers.optimization.AdamW",
@@ -686,13 +728,7 @@ class Semantics:
             return found
         found = self.kinds.get(dotted)
         if found is None:
-            last = dotted.rsplit(".", 1)[-1]
-            if SCHEDULER_NAME.search(last):
-                found = ValueKind.SCHEDULER
-            elif OPTIMIZER_NAME.search(last):
-                found = ValueKind.OPTIMIZER
-            elif MODEL_NAME.search(last):
-                found = ValueKind.MODEL
+            found = _kind_by_name(dotted.rsplit(".", 1)[-1])
         cache[dotted] = found
         if self.kind_reads is not None:
             self.kind_reads[dotted] = found
