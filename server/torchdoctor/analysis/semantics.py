@@ -26,7 +26,7 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property, lru_cache
-from itertools import chain, islice
+from itertools import chain
 from typing import Any, TypeVar
 
 from .tree_walk import CHILD_FIELDS, child_fields
@@ -1359,13 +1359,11 @@ def end_position(node: ast.stmt | ast.expr) -> tuple[int, int]:
 
 def starting_within(
     nodes: Sequence[N], start: tuple[int, int], end: tuple[int, int]
-) -> Iterator[N]:
-    """Of `nodes` (in source order), those that start in [`start`, `end`), in order: a run of
-    them found by bisection, not by asking each of the list."""
-    for node in islice(nodes, bisect.bisect_left(nodes, start, key=position), None):
-        if position(node) >= end:
-            break
-        yield node
+) -> Sequence[N]:
+    """Of `nodes` (located ones, in source order), those that start in [`start`, `end`), in
+    order: a run of them found by two bisections in C, not by asking each of the list."""
+    first = bisect.bisect_left(nodes, start, key=_start)
+    return nodes[first : bisect.bisect_left(nodes, end, first, key=_start)]
 
 
 def dotted_name(node: ast.AST) -> str | None:
