@@ -10,7 +10,7 @@ from ...call_edits import add_keyword
 from ...context import RuleContext
 from ...dataflow import Definition, ScopeFlow, flow_of, names_with_history
 from ...findings import Finding, Fix, Severity, rule
-from ...semantics import Function, Semantics, ValueKind
+from ...semantics import Function, Loop, Semantics, ValueKind
 from ...training import (
     bound_by_iterations,
     exits_after,
@@ -117,6 +117,8 @@ def _loss_from_before_the_loop(
     # loss computed in the loop), found without the function's data flow; first by a set
     # lookup (`loss = ...` in the loop, the common case), then by the loop's target too
     name = receiver.id
+    if _assigned_in_body(loop, name):
+        return None
     loops_assigning = assigned_in.get(name)
     if loops_assigning is None:
         loops_assigning = assigned_in[name] = _assigned_in_loops(sem, name)
@@ -139,6 +141,28 @@ def _loss_from_before_the_loop(
         'through the graph a second time"; compute the loss inside the loop'
     )
     return ctx.finding("TD103", call, message)
+
+
+def _assigned_in_body(loop: Loop, name: str) -> bool:
+    """A statement of the loop's own body (not of a block inside it) assigns a value to the
+    plain `name`: `loss = criterion(out, y)` beside its `loss.backward()`, the common case.
+    Such an assignment is among `assignments_to(name)` and runs in the loop's iterations, so
+    `_assigned_in_loops` holds the loop: this answers that without the file's assignments
+    grouped by name or a climb from each of them."""
+    for statement in loop.body:
+        kind = type(statement)  # exact type tests: the parser makes no subclasses
+        if kind is ast.Assign:
+            for target in statement.targets:  # type: ignore[attr-defined]  # type() tested above
+                if type(target) is ast.Name and target.id == name:
+                    return True
+        elif (
+            kind is ast.AnnAssign
+            and statement.value is not None  # type: ignore[attr-defined]  # type() tested above
+            and type(statement.target) is ast.Name  # type: ignore[attr-defined]  # type() tested above
+            and statement.target.id == name  # type: ignore[attr-defined]  # type() tested above
+        ):
+            return True
+    return False
 
 
 def _assigned_in_loops(sem: Semantics, name: str) -> set[int]:

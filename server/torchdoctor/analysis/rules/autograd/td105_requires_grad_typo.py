@@ -34,6 +34,8 @@ TENSOR_FACTORY_METHODS = frozenset(
 )
 def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
+    if not _may_spell_a_typo(ctx.doc.text):
+        return  # the text spells no `q`: no name can start with "req"
     if not any(sem.per_block("td105:spells-a-typo", _spells_a_typo)):
         return  # no keyword argument or attribute of the blocks visited is spelt like one
     for call in sem.calls:
@@ -84,6 +86,16 @@ def requires_grad_typo(ctx: RuleContext) -> Iterator[Finding]:
                 (_rename_edit(ctx, name_span, before="."),),
             )
             yield ctx.finding("TD105", name_span, message, fix)
+
+
+def _may_spell_a_typo(text: str) -> bool:
+    """Whether the file's text can spell a typo of `requires_grad` at all: every one starts
+    with "req" in some case (`_is_requires_grad_typo`), so a text without `q` or `Q` spells
+    none. The names the parser makes are NFKC-normalised (`ｑ` in the text is `q` in the
+    tree), so a text that is not all ASCII is always searched by name. Scans in C, the first
+    two stopping at their first hit: cheaper than joining the blocks' names, which a text with
+    a `q` still needs (`Sequential`, `unsqueeze`, `requires_grad` all spell one)."""
+    return "q" in text or "Q" in text or not text.isascii()
 
 
 def _spells_a_typo(sem: Semantics, block: BlockIndex) -> bool:

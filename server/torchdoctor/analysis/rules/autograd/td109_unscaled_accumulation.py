@@ -145,7 +145,11 @@ def _modulo_condition(
     """The `if ... % k == 0:` between `node` and `loop`, with `k`. `divisors` keeps each `if`
     asked about (by id) with its test's `k`, or None: an optimizer step and the zeroing after it
     usually share their `if`, whose test is then read once."""
-    for ancestor in ctx.sem.ancestors(node):
+    # the parents read directly, not through the `ancestors` generator: asked of every step
+    # and zeroing of every training loop
+    parents = ctx.sem.parents
+    ancestor = parents.get(node)
+    while ancestor is not None:
         if ancestor is loop:
             return None
         if type(ancestor) is ast.If:  # exact type test: the parser makes no subclasses
@@ -156,6 +160,7 @@ def _modulo_condition(
                 divisor = divisors[key] = _modulo_divisor(ancestor.test)
             if divisor is not None:
                 return ancestor, divisor
+        ancestor = parents.get(ancestor)
     return None
 
 
