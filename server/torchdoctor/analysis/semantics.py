@@ -161,11 +161,11 @@ class Semantics:
     kinds: dict[str, ValueKind] = field(default_factory=dict)
     # the statements binding names in each function body (and the module), by id of the scope
     bindings_by_scope: dict[int, list[ast.AST]] = field(default_factory=lambda: defaultdict(list))
-    # by id of the node, with the node (an entry answers only for the node it was made for):
-    # kept from version to version for the blocks an edit left alone (merge_blocks)
-    _loops_cache: dict[int, tuple[ast.AST, list[Loop]]] = field(default_factory=dict)
-    _dotted_cache: dict[int, tuple[ast.AST, str | None]] = field(default_factory=dict)
-    _function_cache: dict[int, tuple[ast.AST, Function | None]] = field(default_factory=dict)
+    # by node (nodes hash and compare by identity, in C: no `id()` call and no pair made per
+    # entry): kept from version to version for the blocks an edit left alone (merge_blocks)
+    _loops_cache: dict[ast.AST, list[Loop]] = field(default_factory=dict)
+    _dotted_cache: dict[ast.AST, str | None] = field(default_factory=dict)
+    _function_cache: dict[ast.AST, Function | None] = field(default_factory=dict)
     _kind_cache: dict[str, ValueKind | None] = field(default_factory=dict)
     _qualname_cache: dict[str, str | None] = field(default_factory=dict)
     # the blocks it was merged from, and those a focused view lists
@@ -495,13 +495,11 @@ class Semantics:
         if kind is not ast.Attribute:
             return None
         # memoised: rules ask for the same attribute chains many times
-        key = id(node)
         cache = self._dotted_cache
-        known = cache.get(key)
-        if known is not None and known[0] is node:
-            return known[1]
-        found = dotted_name(node)
-        cache[key] = (node, found)
+        known: str | None = cache.get(node, _ABSENT)
+        if known is not _ABSENT:
+            return known
+        found = cache[node] = dotted_name(node)
         return found
 
     def qualname(self, node: ast.AST) -> str | None:
@@ -611,17 +609,17 @@ class Semantics:
         shared between nodes: callers read it, never change it.
         """
         cache = self._loops_cache
-        found = cache.get(id(node))
-        if found is not None and found[0] is node:
-            return found[1]
+        found = cache.get(node)
+        if found is not None:
+            return found
         parents = self.parents
         path = [node]
         above: list[Loop] = []  # the loops around the parent of the path's last node
         parent = parents.get(node)
         while parent is not None and type(parent) not in _SCOPE_OR_MODULE_TYPES:
-            known = cache.get(id(parent))
-            if known is not None and known[0] is parent:
-                above = known[1]
+            known = cache.get(parent)
+            if known is not None:
+                above = known
                 break
             path.append(parent)
             parent = parents.get(parent)
@@ -637,7 +635,7 @@ class Semantics:
                 and _is_in_loop_body(parent, child)  # type: ignore[arg-type]  # a loop: type() tested
             ):
                 loops = [parent, *loops]  # type: ignore[list-item]  # a loop: type() tested
-            cache[id(child)] = (child, loops)
+            cache[child] = loops
             parent = child
         return loops
 
@@ -646,9 +644,9 @@ class Semantics:
         lambda. Memoised for every node on the way up too: the climb stops at the first
         ancestor already answered."""
         cache = self._function_cache
-        known = cache.get(id(node))
-        if known is not None and known[0] is node:
-            return known[1]
+        answered: Function | None = cache.get(node, _ABSENT)
+        if answered is not _ABSENT:
+            return answered
         parents = self.parents
         path = [node]
         found: Function | None = None
@@ -660,14 +658,14 @@ class Semantics:
                 break
             if kind is ast.ClassDef or kind is ast.Lambda or kind is ast.Module:
                 break
-            known = cache.get(id(parent))
-            if known is not None and known[0] is parent:
-                found = known[1]
+            known: Function | None = cache.get(parent, _ABSENT)
+            if known is not _ABSENT:
+                found = known
                 break
             path.append(parent)
             parent = parents.get(parent)
         for child in path:
-            cache[id(child)] = (child, found)
+            cache[child] = found
         return found
 
     def enclosing_statement(self, node: ast.AST) -> ast.stmt | None:
@@ -810,6 +808,11 @@ class BlockIndex:
         default_factory=dict
     )
 
+
+CacheKey = TypeVar("CacheKey")
+
+# What a node cache's `get` answers for a node it holds no answer for (None is an answer).
+_ABSENT: Any = object()
 
 # Stands for the module while a block is indexed without it.
 _MODULE_SCOPE = ast.Module(body=[], type_ignores=[])
@@ -1042,13 +1045,13 @@ def merge_blocks(
         for gone in change.gone:
             for node in gone.parents:
                 parents.pop(node, None)
-                loops_cache.pop(id(node), None)
-                function_cache.pop(id(node), None)
-                dotted_cache.pop(id(node), None)
+                loops_cache.pop(node, None)
+                function_cache.pop(node, None)
+                dotted_cache.pop(node, None)
             for statement in gone.statements:
                 parents.pop(statement, None)
-                loops_cache.pop(id(statement), None)
-                function_cache.pop(id(statement), None)
+                loops_cache.pop(statement, None)
+                function_cache.pop(statement, None)
         sem._loops_cache, sem._function_cache = loops_cache, function_cache
         sem._dotted_cache = dotted_cache
         added = change.added
@@ -1319,7 +1322,7 @@ class Gathered(Mapping[K, list[N]]):
         return self._every.values()
 
 
-def _carried(cache: dict[int, Any], parents: dict[ast.AST, ast.AST]) -> dict[int, Any]:
+def _carried(cache: dict[CacheKey, Any], parents: dict[ast.AST, ast.AST]) -> dict[CacheKey, Any]:
     """A node cache for the next version; started afresh once it holds many more entries than
     the file has nodes (answers about nodes outside the tree: each entry keeps its node)."""
     return cache if len(cache) <= 2 * len(parents) + 1024 else {}
