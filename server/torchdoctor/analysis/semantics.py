@@ -38,7 +38,7 @@ FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDe
 LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 # where a climb for the loops around a node stops, for exact type tests (the parser makes no
 # subclasses): asked at every step of a climb
-_SCOPE_OR_MODULE_TYPES = frozenset({*FUNCTION_NODES, ast.Module})
+SCOPE_OR_MODULE_TYPES = frozenset({*FUNCTION_NODES, ast.Module})
 _LOOP_TYPES = frozenset(LOOP_NODES)
 Loop = ast.For | ast.AsyncFor | ast.While
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -616,7 +616,7 @@ class Semantics:
         path = [node]
         above: list[Loop] = []  # the loops around the parent of the path's last node
         parent = parents.get(node)
-        while parent is not None and type(parent) not in _SCOPE_OR_MODULE_TYPES:
+        while parent is not None and type(parent) not in SCOPE_OR_MODULE_TYPES:
             known = cache.get(parent)
             if known is not None:
                 above = known
@@ -632,7 +632,7 @@ class Semantics:
             if (
                 parent is not None
                 and type(parent) in _LOOP_TYPES
-                and _is_in_loop_body(parent, child)  # type: ignore[arg-type]  # a loop: type() tested
+                and in_loop_body(parent, child)  # type: ignore[arg-type]  # a loop: type() tested
             ):
                 loops = [parent, *loops]  # type: ignore[list-item]  # a loop: type() tested
             cache[child] = loops
@@ -759,7 +759,9 @@ class Semantics:
             yield from self.calls_by_qualname.get(qualname, [])
 
 
-def _is_in_loop_body(loop: Loop, child: ast.AST) -> bool:
+def in_loop_body(loop: Loop, child: ast.AST) -> bool:
+    """`child` of `loop` is one of its body's statements: not its target, iterable, test or
+    `else:` (what runs in the loop's iterations)."""
     if child in loop.orelse:
         return False
     if isinstance(loop, ast.While):

@@ -4,7 +4,7 @@ applied and zeroed. Shared by the autograd, evaluation and data rules."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
@@ -40,7 +40,7 @@ BRANCH_NODES = (
     ast.comprehension,
     *FUNCTION_NODES,
 )
-_BRANCH_TYPES = frozenset(BRANCH_NODES)
+BRANCH_TYPES = frozenset(BRANCH_NODES)
 _BRANCH_AND_LOOP_TYPES = frozenset({*BRANCH_NODES, *LOOP_NODES})
 
 _Node = TypeVar("_Node", bound=ast.AST)
@@ -146,7 +146,7 @@ class TrainingStructure:
         cache: dict[int, list[ast.Call]] = self.sem.derived.setdefault("training:calls_in", {})
         found = cache.get(id(loop))
         if found is None:
-            found = cache[id(loop)] = _calls_in_body(self._calls_around(loop), self.sem, loop)
+            found = cache[id(loop)] = calls_in_body(self._calls_around(loop), self.sem, loop)
         return found
 
     def _calls_around(self, loop: Loop) -> list[ast.Call]:
@@ -236,14 +236,22 @@ class TrainingStructure:
         return sorted(seen.values(), key=position)
 
 
-def _calls_in_body(calls: list[ast.Call], sem: Semantics, loop: Loop) -> list[ast.Call]:
+def calls_in_body(
+    calls: Sequence[ast.Call],
+    sem: Semantics,
+    loop: Loop,
+    wanted: Callable[[ast.Call], bool] | None = None,
+) -> list[ast.Call]:
     """Of `calls` (in source order, the loop's among them), those that start inside the loop's
     body, a run of them found by position rather than by walking every node of the body, less
     those under a function, class or lambda defined there: they run when that is called, not
-    in the iteration."""
+    in the iteration. With `wanted`, only the calls it answers yes for, asked before the climb
+    that tells the rest."""
     parents = sem.parents
     found: list[ast.Call] = []
     for call in starting_within(calls, position(loop.body[0]), end_position(loop.body[-1])):
+        if wanted is not None and not wanted(call):
+            continue
         node = parents.get(call)
         while node is not loop and node is not None and not isinstance(node, FUNCTION_NODES):
             node = parents.get(node)
@@ -333,7 +341,7 @@ def runs_every_iteration(
     times): it runs on every iteration that gets that far."""
     # a plain climb with exact type tests (the parser makes no subclasses): asked of most calls
     # in training loops
-    conditional = _BRANCH_AND_LOOP_TYPES if inner_loops_conditional else _BRANCH_TYPES
+    conditional = _BRANCH_AND_LOOP_TYPES if inner_loops_conditional else BRANCH_TYPES
     parents = sem.parents
     ancestor = parents.get(node)
     while ancestor is not None:
@@ -405,11 +413,33 @@ def bound_by_iterations(sem: Semantics, name: str, loop: Loop) -> bool:
     nothing: a `with ... as name` or an inner loop's target may still bind it there."""
     if type(loop) is not ast.While and _target_binds(loop.target, name):  # type: ignore[union-attr]  # For and AsyncFor have a target
         return True
+    if _assigned_in_own_body(loop, name):
+        return True  # `loss = ...` beside its use, the usual case: no look at the whole file
     assignments = sem.assignments_to(name)
     if not assignments:
         return False
     start, end = position(loop.body[0]), end_position(loop.body[-1])
     return any(sem.in_loop(assign, loop) for assign in starting_within(assignments, start, end))
+
+
+def _assigned_in_own_body(loop: Loop, name: str) -> bool:
+    """A statement of the loop's own body (not of a block inside it) assigns a value to the
+    plain `name`: one of the assignments `bound_by_iterations` looks for, found without the
+    file's assignments grouped by name or a climb from each of them."""
+    for statement in loop.body:
+        kind = type(statement)  # exact type tests: the parser makes no subclasses
+        if kind is ast.Assign:
+            for target in statement.targets:  # type: ignore[attr-defined]  # type() tested above
+                if type(target) is ast.Name and target.id == name:
+                    return True
+        elif (
+            kind is ast.AnnAssign
+            and statement.value is not None  # type: ignore[attr-defined]  # type() tested above
+            and type(statement.target) is ast.Name  # type: ignore[attr-defined]  # type() tested above
+            and statement.target.id == name  # type: ignore[attr-defined]  # type() tested above
+        ):
+            return True
+    return False
 
 
 def _target_binds(target: ast.AST, name: str) -> bool:

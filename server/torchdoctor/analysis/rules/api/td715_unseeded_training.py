@@ -10,7 +10,7 @@ from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...semantics import Semantics
 from ...training import training_of
-from ...tree_walk import CHILD_FIELDS, child_fields
+from ...tree_walk import walk
 
 SEEDING_CALLS = frozenset(
     {
@@ -98,44 +98,14 @@ def _top_level_runs_own_code(sem: Semantics) -> bool:
     for statement in reversed(body):
         if type(statement) in _HOLDING_NO_USE:
             continue  # a definition's own code, or an import (its names are no uses)
-        if _uses_any(statement, defined):
-            return True
+        for node in walk(statement):
+            if type(node) is ast.Name and node.id in defined:
+                return True
     return False
 
 
 _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 _HOLDING_NO_USE = _DEFINITIONS | {ast.Import, ast.ImportFrom}
-
-
-def _uses_any(statement: ast.stmt, names: set[str]) -> bool:
-    """Some `ast.Name` in the statement's subtree is one of `names`: `walk` visits the same
-    nodes, but this is a stack in any order that stops at the first use and reads names and
-    constants (most of the nodes, and leaves) without a look at their fields."""
-    stack: list[ast.AST | None] = [statement]
-    pop = stack.pop
-    push = stack.append
-    extend = stack.extend
-    while stack:
-        node = pop()
-        kind = type(node)
-        if kind is ast.Name:
-            if node.id in names:  # type: ignore[union-attr]  # an ast.Name: type() tested
-                return True
-            continue
-        if kind is ast.Constant:
-            continue
-        fields = CHILD_FIELDS.get(kind)
-        if fields is None:
-            if not isinstance(node, ast.AST):
-                continue  # a hole in a list: `{**d}`'s key, a keyword-only argument's default
-            fields = child_fields(kind)
-        for field in fields:
-            value = getattr(node, field, None)
-            if type(value) is list:
-                extend(value)
-            elif value is not None:
-                push(value)
-    return False
 
 
 def _seeds_torch(sem: Semantics) -> bool:

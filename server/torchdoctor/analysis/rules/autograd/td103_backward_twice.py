@@ -10,7 +10,7 @@ from ...call_edits import add_keyword
 from ...context import RuleContext
 from ...dataflow import Definition, ScopeFlow, flow_of, names_with_history
 from ...findings import Finding, Fix, Severity, rule
-from ...semantics import Function, Loop, Semantics, ValueKind
+from ...semantics import Function, Semantics, ValueKind
 from ...training import (
     bound_by_iterations,
     exits_after,
@@ -37,9 +37,8 @@ def backward_twice(ctx: RuleContext) -> Iterator[Finding]:
         if isinstance(call.func, ast.Attribute) and not _retains_graph(call)
     ]
     reported: set[int] = set()
-    assigned_in: dict[str, set[int]] = {}  # by name: _assigned_in_loops
     for call in calls:
-        finding = _loss_from_before_the_loop(ctx, call, assigned_in)
+        finding = _loss_from_before_the_loop(ctx, call)
         if finding is not None:
             reported.add(id(call))
             yield finding
@@ -101,9 +100,7 @@ def _receiver_name(call: ast.Call) -> ast.Name | None:
     return None
 
 
-def _loss_from_before_the_loop(
-    ctx: RuleContext, call: ast.Call, assigned_in: dict[str, set[int]]
-) -> Finding | None:
+def _loss_from_before_the_loop(ctx: RuleContext, call: ast.Call) -> Finding | None:
     """`loss = ...` computed once, then `loss.backward()` inside a loop: iteration 2 raises."""
     sem = ctx.sem
     receiver = _receiver_name(call)
@@ -114,15 +111,8 @@ def _loss_from_before_the_loop(
         return None
     loop = loops[0]
     # pure tests, the one most calls fail first: the name bound in the loop's iterations (the
-    # loss computed in the loop), found without the function's data flow; first by a set
-    # lookup (`loss = ...` in the loop, the common case), then by the loop's target too
-    name = receiver.id
-    if _assigned_in_body(loop, name):
-        return None
-    loops_assigning = assigned_in.get(name)
-    if loops_assigning is None:
-        loops_assigning = assigned_in[name] = _assigned_in_loops(sem, name)
-    if id(loop) in loops_assigning or bound_by_iterations(sem, name, loop):
+    # loss computed in the loop), found without the function's data flow
+    if bound_by_iterations(sem, receiver.id, loop):
         return None
     flow = flow_of(sem, function_scope(sem, call))
     definition = flow.reaching(receiver.id, call)
@@ -141,37 +131,6 @@ def _loss_from_before_the_loop(
         'through the graph a second time"; compute the loss inside the loop'
     )
     return ctx.finding("TD103", call, message)
-
-
-def _assigned_in_body(loop: Loop, name: str) -> bool:
-    """A statement of the loop's own body (not of a block inside it) assigns a value to the
-    plain `name`: `loss = criterion(out, y)` beside its `loss.backward()`, the common case.
-    Such an assignment is among `assignments_to(name)` and runs in the loop's iterations, so
-    `_assigned_in_loops` holds the loop: this answers that without the file's assignments
-    grouped by name or a climb from each of them."""
-    for statement in loop.body:
-        kind = type(statement)  # exact type tests: the parser makes no subclasses
-        if kind is ast.Assign:
-            for target in statement.targets:  # type: ignore[attr-defined]  # type() tested above
-                if type(target) is ast.Name and target.id == name:
-                    return True
-        elif (
-            kind is ast.AnnAssign
-            and statement.value is not None  # type: ignore[attr-defined]  # type() tested above
-            and type(statement.target) is ast.Name  # type: ignore[attr-defined]  # type() tested above
-            and statement.target.id == name  # type: ignore[attr-defined]  # type() tested above
-        ):
-            return True
-    return False
-
-
-def _assigned_in_loops(sem: Semantics, name: str) -> set[int]:
-    """The loops (by id) in whose iterations an assignment binds the plain `name`. For such a
-    loop one of the name's definitions is in the loop, so `_loss_from_before_the_loop` returns
-    None (as `bound_by_iterations` also says). One climb per assignment of the name, made once
-    per run of the rule and shared by every backward call on the name; a bisection per call,
-    as `bound_by_iterations` makes, costs more."""
-    return {id(loop) for assign in sem.assignments_to(name) for loop in sem.enclosing_loops(assign)}
 
 
 ENGINE_NAME = re.compile(r"accelerat|fabric|engine|deepspeed", re.IGNORECASE)

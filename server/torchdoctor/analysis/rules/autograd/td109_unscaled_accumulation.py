@@ -11,7 +11,7 @@ from ...dataflow import flow_of
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...semantics import Loop
 from ...training import function_scope, training_of
-from ...tree_walk import child_nodes
+from ...tree_walk import walk
 
 
 @rule(
@@ -165,18 +165,15 @@ def _modulo_condition(
 
 
 def _modulo_divisor(test: ast.expr) -> ast.expr | None:
-    """The `k` of the first `... % k` in `test`, breadth first (as `walk` visits), whose `k` is
-    no constant that cannot count batches (`% 1`, `% 1.5`); None when there is none."""
-    # a list read while it grows: breadth first, without walk's generator and deque
-    todo: list[ast.AST] = [test]
-    for part in todo:
+    """The `k` of the first `... % k` in `test` (breadth first), whose `k` is no constant that
+    cannot count batches (`% 1`, `% 1.5`); None when there is none."""
+    for part in walk(test):
         if type(part) is ast.BinOp and type(part.op) is ast.Mod:
             divisor = part.right
             if type(divisor) is not ast.Constant or (
                 isinstance(divisor.value, int) and divisor.value > 1
             ):
                 return divisor
-        todo.extend(child_nodes(part))
     return None
 
 

@@ -20,12 +20,10 @@ from ...semantics import (
     Loop,
     Semantics,
     ValueKind,
-    end_position,
     position,
-    starting_within,
 )
 from ...summaries import is_mode_switch, receives_loss_or_optimizer, summaries_of
-from ...training import is_backward_call, is_optimizer_step, training_of
+from ...training import calls_in_body, is_backward_call, is_optimizer_step, training_of
 from ...tree_walk import child_nodes
 
 EVALUATION_FUNCTION = re.compile(
@@ -358,27 +356,17 @@ def _model_calls_in(sem: Semantics, loop: Loop) -> list[ast.Call]:
     lambda defined in the loop holds them. The loop is one of `sem.loops`, whose calls
     `calls_in` takes from `sem.calls`; the loops asked here are not training loops, whose
     calls other rules want, so nothing else needs the full list."""
-    parents = sem.parents
     memo = _model_names(sem)
-    found: list[ast.Call] = []
-    for call in starting_within(sem.calls, position(loop.body[0]), end_position(loop.body[-1])):
+
+    def calls_a_model(call: ast.Call) -> bool:
         # `model_of`, `Semantics.dotted` and `is_model_value`, inlined: asked of every call
         func = call.func
         if type(func) is ast.Attribute and func.attr == "forward":
             func = func.value
         dotted = sem.dotted(func)
-        if dotted is None or not _is_model_name(sem, memo, func, dotted):
-            continue
-        node = parents.get(call)
-        while node is not loop and node is not None and type(node) not in _SCOPE_TYPES:
-            node = parents.get(node)
-        if node is loop:
-            found.append(call)
-    return found
+        return dotted is not None and _is_model_name(sem, memo, func, dotted)
 
-
-# functions, classes and lambdas, for exact type tests (the parser makes no subclasses)
-_SCOPE_TYPES = frozenset(FUNCTION_NODES)
+    return calls_in_body(sem.calls, sem, loop, calls_a_model)
 
 
 def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:

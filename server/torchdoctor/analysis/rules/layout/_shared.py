@@ -6,8 +6,8 @@ import ast
 
 from ...context import RuleContext
 from ...dataflow import Definition, flow_of
-from ...semantics import FUNCTION_NODES, Loop, ValueKind
-from ...training import BRANCH_NODES, function_scope, in_exclusive_branches, training_of
+from ...semantics import SCOPE_OR_MODULE_TYPES, Loop, ValueKind, in_loop_body
+from ...training import BRANCH_TYPES, function_scope, in_exclusive_branches, training_of
 from ...tree_walk import walk
 
 # Core candidates: "is this expression a tensor", "training loops (innermost loops around
@@ -248,30 +248,15 @@ def step_loop(ctx: RuleContext, node: ast.AST) -> Loop | None:
     parent = parents.get(node)
     while parent is not None:
         kind = type(parent)
-        if kind in _SCOPE_OR_MODULE_TYPES:
+        if kind in SCOPE_OR_MODULE_TYPES:
             return None  # where `enclosing_loops` stops
-        if id(parent) in training and _in_loop_body(parent, child):  # type: ignore[arg-type]  # a training loop
+        if id(parent) in training and in_loop_body(parent, child):  # type: ignore[arg-type]  # a training loop
             return None if conditional else parent  # type: ignore[return-value]  # a training loop
-        if kind in _BRANCH_TYPES:
+        if kind in BRANCH_TYPES:
             conditional = True
         child = parent
         parent = parents.get(parent)
     return None
-
-
-# exact type tests (the parser makes no subclasses) for `step_loop`'s climb
-_SCOPE_OR_MODULE_TYPES = frozenset({*FUNCTION_NODES, ast.Module})
-_BRANCH_TYPES = frozenset(BRANCH_NODES)
-
-
-def _in_loop_body(loop: Loop, child: ast.AST) -> bool:
-    """`child` of `loop` is one of its body's statements: not its target, iterable, test or
-    `else:` (as `enclosing_loops` tells)."""
-    if child in loop.orelse:
-        return False
-    if type(loop) is ast.While:
-        return child is not loop.test
-    return child is not loop.iter and child is not loop.target  # type: ignore[union-attr]  # For and AsyncFor
 
 
 def reaching_binding(ctx: RuleContext, name: str, at: ast.AST) -> Definition | None:

@@ -68,46 +68,14 @@ def repeated_host_to_device(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _bound_in_loop(ctx: RuleContext, name: str, loop: Loop) -> bool:
-    if name in _iteration_target_names(ctx, loop):
-        return True  # the loop's own target: most names moved in a loop are its batch
     if bound_by_iterations(ctx.sem, name, loop):
-        return True  # an assignment in the loop: known without the data flow
+        return True  # most names moved in a loop are its batch: known without the data flow
     flow = flow_of(ctx.sem, function_scope(ctx.sem, loop))
     for definition in flow.definitions.get(name, []):
         node = definition.node
         if node is loop or ctx.sem.in_loop(node, loop):
             return True
     return False
-
-
-def _iteration_target_names(ctx: RuleContext, loop: Loop) -> frozenset[str]:
-    """The plain names a `for` loop's target binds (`step`, `x`, `y` in `for step, (x, y) in
-    ...`; none for a `while`), as `bound_by_iterations` finds them one by one; memoised per
-    document by loop, since each loop moves several of its batch's names."""
-    memo: dict[int, tuple[Loop, frozenset[str]]] | None = ctx.sem.derived.get(_TARGETS_KEY)
-    if memo is None:
-        memo = ctx.sem.derived[_TARGETS_KEY] = {}
-    known = memo.get(id(loop))
-    if known is not None and known[0] is loop:
-        return known[1]
-    names: set[str] = set()
-    if type(loop) is not ast.While:
-        todo: list[ast.expr] = [loop.target]  # type: ignore[union-attr]  # For and AsyncFor have a target
-        while todo:
-            target = todo.pop()
-            kind = type(target)
-            if kind is ast.Name:
-                names.add(target.id)  # type: ignore[attr-defined]  # type() tested above
-            elif kind is ast.Starred:
-                todo.append(target.value)  # type: ignore[attr-defined]  # type() tested above
-            elif kind is ast.Tuple or kind is ast.List:
-                todo.extend(target.elts)  # type: ignore[attr-defined]  # type() tested above
-    found = frozenset(names)
-    memo[id(loop)] = (loop, found)
-    return found
-
-
-_TARGETS_KEY = "td206:iteration-target-names"
 
 
 def _arguments_invariant(ctx: RuleContext, call: ast.Call, loop: Loop) -> bool:
