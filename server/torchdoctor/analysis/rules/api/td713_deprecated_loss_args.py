@@ -28,6 +28,8 @@ def deprecated_loss_args(ctx: RuleContext) -> Iterator[Finding]:
         return  # nothing to sort
     for qualname in sorted(called):
         for call in sem.calls_by_qualname[qualname]:
+            if not call.keywords:
+                continue  # most losses are built without keywords: no list to make
             legacy = [k for k in call.keywords if k.arg in ("size_average", "reduce")]
             if not legacy:
                 continue
