@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import keyword
 from collections.abc import Callable
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from torchdoctor.analysis import Config, Document, check
 from torchdoctor.analysis.call_edits import add_keyword
@@ -161,6 +162,7 @@ def test_retain_graph_fix_on_a_call_with_a_trailing_comma_parses() -> None:
     st.sampled_from(["", "_"]),
     st.sampled_from([str, str.upper, str.swapcase]),
 )
+@example(["def"], "", str)  # spelt from the alphabet, a keyword
 def test_a_name_says_what_it_holds_as_the_name_patterns_do(
     parts: list[str], joiner: str, case: Callable[[str], str]
 ) -> None:
@@ -179,5 +181,7 @@ def test_a_name_says_what_it_holds_as_the_name_patterns_do(
         ),
         None,
     )
-    sem = build_semantics(ast.parse(f"{name}.step()" if name.isidentifier() else "pass"))
+    # a keyword (`def`) is no name: nothing to parse it in
+    parses = name.isidentifier() and not keyword.iskeyword(name)
+    sem = build_semantics(ast.parse(f"{name}.step()" if parses else "pass"))
     assert sem.kind_of_name(name) is expected
