@@ -71,9 +71,15 @@ class TrainingStructure:
 
     @cached_property
     def backward_calls(self) -> list[ast.Call]:
-        calls = [c for c in self.sem.method_calls("backward") if is_backward_call(self.sem, c)]
-        calls.extend(self.sem.calls_to("torch.autograd.backward"))
-        return sorted(calls, key=position)
+        sem = self.sem
+        calls = [c for c in sem.method_calls("backward") if is_backward_call(sem, c)]
+        # a group of calls by callee is in source order already: a sort only after adding
+        # `torch.autograd.backward(...)`, which most files never call
+        through_autograd = list(sem.calls_to("torch.autograd.backward"))
+        if through_autograd:
+            calls.extend(through_autograd)
+            calls.sort(key=position)
+        return calls
 
     @cached_property
     def step_calls(self) -> list[ast.Call]:
@@ -160,73 +166,71 @@ class TrainingStructure:
 
     def backward_or_step_in(self, loop: Loop) -> bool:
         """A backward() or an optimizer step runs in `loop` (directly or in a loop inside it)."""
-        return id(loop) in self._by_loop(self.backward_calls) or id(loop) in self._by_loop(
-            self.step_calls
-        )
+        key = id(loop)
+        return key in self._backward_by_loop or key in self._steps_by_loop
 
     def steps_in(self, loop: Loop) -> list[ast.Call]:
         """The optimizer steps that run in `loop` (directly or in a loop inside it)."""
-        return self._by_loop(self.step_calls).get(id(loop), [])
+        return self._steps_by_loop.get(id(loop), [])
 
     def zeroing_in(self, loop: Loop) -> list[ast.AST]:
-        found = self._by_loop(self.zeroing_nodes).get(id(loop), [])
+        found = self._zeroing_by_loop.get(id(loop))
         if found:
             return list(found)
-        return list(self._by_loop(self.zeroing_helper_calls).get(id(loop), []))
+        return list(self._zeroing_helper_calls_by_loop.get(id(loop), []))
 
-    def _by_loop(self, nodes: Sequence[_Node]) -> dict[int, list[_Node]]:
-        """`nodes` grouped by every loop they run in, keeping their order: one pass instead of
-        a scan of all nodes per loop. Memoised per list."""
-        # keyed by the list: each entry holds the nodes of the list it was built from
-        cache: dict[int, dict[int, list[_Node]]] = self.sem.derived.setdefault(
-            "training:by_loop", {}
-        )
-        grouped = cache.get(id(nodes))
-        if grouped is None:
-            grouped = cache[id(nodes)] = {}
-            for node in nodes:
-                for loop in self.sem.enclosing_loops(node):
-                    grouped.setdefault(id(loop), []).append(node)
-        return grouped
+    # Each list of nodes grouped by every loop it runs in, kept on the structure: rules ask
+    # about loop after loop, each a lookup.
+    @cached_property
+    def _backward_by_loop(self) -> dict[int, list[ast.Call]]:
+        return _by_loop(self.sem, self.backward_calls)
+
+    @cached_property
+    def _steps_by_loop(self) -> dict[int, list[ast.Call]]:
+        return _by_loop(self.sem, self.step_calls)
+
+    @cached_property
+    def _zeroing_by_loop(self) -> dict[int, list[ast.AST]]:
+        return _by_loop(self.sem, self.zeroing_nodes)
+
+    @cached_property
+    def _zeroing_helper_calls_by_loop(self) -> dict[int, list[ast.Call]]:
+        return _by_loop(self.sem, self.zeroing_helper_calls)
 
     @cached_property
     def training_loops(self) -> list[TrainingLoop]:
         """For each optimizer step, the innermost loop around it that also reaches backward(),
         with the gradient zeroing in it."""
         return [
-            TrainingLoop(
-                entry.loop, entry.backward_calls, entry.step_calls, self.zeroing_in(entry.loop)
-            )
-            for entry in self._loops_that_train
+            TrainingLoop(loop, backward_calls, step_calls, self.zeroing_in(loop))
+            for loop, backward_calls, step_calls in self._loops_that_train
         ]
 
     def first_training_loop(self) -> Loop | None:
         """The first of `training_loops`, without finding the zeroing in each."""
         loops = self._loops_that_train
-        return loops[0].loop if loops else None
+        return loops[0][0] if loops else None
 
     @cached_property
-    def _loops_that_train(self) -> list[TrainingLoop]:
+    def _loops_that_train(self) -> list[tuple[Loop, list[ast.Call], list[ast.Call]]]:
+        """Each training loop with its backward() calls and optimizer steps, in source order."""
         sem = self.sem
         if not sem.loops or not self.step_calls:
             return []  # every training loop steps an optimizer: most files never do
-        # every loop around some backward(): one set, not one scan of all backward() per loop
-        backward_loops = {
-            id(loop) for call in self.backward_calls for loop in sem.enclosing_loops(call)
-        }
-        loops: dict[int, TrainingLoop] = {}
+        # every loop around some backward(), with those calls: one grouping, not one scan of
+        # all backward() per loop
+        backward_by_loop = self._backward_by_loop
+        loops: dict[int, tuple[Loop, list[ast.Call], list[ast.Call]]] = {}
         for step in self.step_calls:
             for loop in sem.enclosing_loops(step):
-                if id(loop) in backward_loops:
-                    entry = loops.get(id(loop))
+                key = id(loop)
+                if key in backward_by_loop:
+                    entry = loops.get(key)
                     if entry is None:
-                        entry = loops[id(loop)] = TrainingLoop(loop)
-                    entry.step_calls.append(step)
+                        entry = loops[key] = (loop, list(backward_by_loop[key]), [])
+                    entry[2].append(step)
                     break
-        backward_by_loop = self._by_loop(self.backward_calls)
-        for entry in loops.values():
-            entry.backward_calls = list(backward_by_loop.get(id(entry.loop), []))
-        return sorted(loops.values(), key=lambda entry: position(entry.loop))
+        return sorted(loops.values(), key=lambda entry: position(entry[0]))
 
     def loops_with_backward(self) -> list[Loop]:
         seen: dict[int, Loop] = {}
@@ -234,6 +238,21 @@ class TrainingStructure:
             for loop in self.sem.enclosing_loops(call):
                 seen.setdefault(id(loop), loop)
         return sorted(seen.values(), key=position)
+
+
+def _by_loop(sem: Semantics, nodes: Sequence[_Node]) -> dict[int, list[_Node]]:
+    """`nodes` grouped by (the id of) every loop they run in, keeping their order: one pass
+    instead of a scan of all nodes per loop."""
+    grouped: dict[int, list[_Node]] = {}
+    enclosing_loops = sem.enclosing_loops
+    for node in nodes:
+        for loop in enclosing_loops(node):
+            group = grouped.get(id(loop))
+            if group is None:
+                grouped[id(loop)] = [node]
+            else:
+                group.append(node)
+    return grouped
 
 
 def calls_in_body(
@@ -444,13 +463,18 @@ def _assigned_in_own_body(loop: Loop, name: str) -> bool:
 
 def _target_binds(target: ast.AST, name: str) -> bool:
     """An assignment target binds the plain `name` (unpacking included)."""
-    kind = type(target)
-    if kind is ast.Name:
-        return target.id == name  # type: ignore[attr-defined, no-any-return]  # type() tested above
-    if kind is ast.Starred:
-        return _target_binds(target.value, name)  # type: ignore[attr-defined]  # type() tested above
-    if kind is ast.Tuple or kind is ast.List:
-        return any(_target_binds(element, name) for element in target.elts)  # type: ignore[attr-defined]  # type() tested above
+    # a loop over the target's parts, not a recursion: asked of most loops' `x, y` targets
+    pending = [target]
+    while pending:
+        node = pending.pop()
+        kind = type(node)  # exact type tests: the parser makes no subclasses
+        if kind is ast.Name:
+            if node.id == name:  # type: ignore[attr-defined]  # type() tested above
+                return True
+        elif kind is ast.Tuple or kind is ast.List:
+            pending.extend(node.elts)  # type: ignore[attr-defined]  # type() tested above
+        elif kind is ast.Starred:
+            pending.append(node.value)  # type: ignore[attr-defined]  # type() tested above
     return False
 
 
