@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Generic, TypeVar, overload
 
 from .semantics import (
@@ -26,7 +27,7 @@ from .semantics import (
 from .summaries import is_zeroing_scale
 
 # `fill_`/`mul_` zero a gradient only with 0 (`mul_(1 / n)` averages it); `detach_` zeroes nothing
-ZEROING_ATTRS = ("zero_", "fill_", "mul_")
+ZEROING_ATTRS = frozenset({"zero_", "fill_", "mul_"})
 EXIT_STATEMENTS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
 # Below these, code may not run on every pass through the loop around them: a branch, an
 # `except:`, a short-circuit, a comprehension, a nested function or class.
@@ -43,6 +44,8 @@ BRANCH_TYPES = frozenset(BRANCH_NODES)
 _BRANCH_AND_LOOP_TYPES = frozenset({*BRANCH_NODES, *LOOP_NODES})
 
 _Node = TypeVar("_Node", bound=ast.AST)
+# where a located node starts (`position` of a call or a statement), read in C: a sort key
+_start: Callable[[ast.AST], tuple[int, int]] = attrgetter("lineno", "col_offset")
 _Value = TypeVar("_Value")
 
 
@@ -255,14 +258,14 @@ class TrainingStructure:
                         entry = loops[key] = (loop, list(backward_by_loop[key]), [])
                     entry[2].append(step)
                     break
-        return sorted(loops.values(), key=lambda entry: position(entry[0]))
+        return sorted(loops.values(), key=lambda entry: _start(entry[0]))
 
     def loops_with_backward(self) -> list[Loop]:
         seen: dict[int, Loop] = {}
         for call in self.backward_calls:
             for loop in self.sem.enclosing_loops(call):
                 seen.setdefault(id(loop), loop)
-        return sorted(seen.values(), key=position)
+        return sorted(seen.values(), key=_start)
 
 
 def _by_loop(sem: Semantics, nodes: Sequence[_Node]) -> dict[int, list[_Node]]:
@@ -443,7 +446,7 @@ def _zeroing_in_block(sem: Semantics, block: BlockIndex) -> list[ast.AST]:
         for assign in block.assigns:
             if not isinstance(assign, ast.AugAssign) and is_zeroing(sem, assign):
                 nodes.append(assign)
-    return sorted(nodes, key=position)
+    return sorted(nodes, key=_start)
 
 
 def function_scope(sem: Semantics, node: ast.AST) -> Function | ast.Module:
