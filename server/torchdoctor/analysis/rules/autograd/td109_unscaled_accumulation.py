@@ -167,13 +167,27 @@ def _modulo_condition(
 def _modulo_divisor(test: ast.expr) -> ast.expr | None:
     """The `k` of the first `... % k` in `test` (breadth first), whose `k` is no constant that
     cannot count batches (`% 1`, `% 1.5`); None when there is none."""
+    # asked first, without the walk (a tenth of its cost): the usual `step % k == 0` and
+    # `step % k`, whose `%` is the first node the walk would meet after the comparison
+    usual = test.left if type(test) is ast.Compare else test
+    divisor = _batch_count(usual)
+    if divisor is not None:
+        return divisor
     for part in walk(test):
-        if type(part) is ast.BinOp and type(part.op) is ast.Mod:
-            divisor = part.right
-            if type(divisor) is not ast.Constant or (
-                isinstance(divisor.value, int) and divisor.value > 1
-            ):
-                return divisor
+        divisor = _batch_count(part)
+        if divisor is not None:
+            return divisor
+    return None
+
+
+def _batch_count(node: ast.AST) -> ast.expr | None:
+    """The `k` of `... % k` when it may count batches (no constant below 2)."""
+    if type(node) is ast.BinOp and type(node.op) is ast.Mod:
+        divisor = node.right
+        if type(divisor) is not ast.Constant or (
+            isinstance(divisor.value, int) and divisor.value > 1
+        ):
+            return divisor
     return None
 
 
