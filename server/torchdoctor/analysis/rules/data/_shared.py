@@ -43,16 +43,22 @@ def reaches_from_module(sem: Semantics, dotted: str, used_scope: ast.AST | None)
 
 def is_main_guard(test: ast.AST) -> bool:
     """`__name__ == "__main__"` (either way round)."""
-    if (
-        not isinstance(test, ast.Compare)
-        or len(test.ops) != 1
-        or not isinstance(test.ops[0], ast.Eq)
-    ):
+    # exact type tests (the parser makes no subclasses) and no generators: asked of the test
+    # of every top-level `if` of a file with a DataLoader
+    if type(test) is not ast.Compare or len(test.ops) != 1 or type(test.ops[0]) is not ast.Eq:
         return False
-    sides = (test.left, test.comparators[0])
-    return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
-        isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
+    left, right = test.left, test.comparators[0]
+    return (_is_dunder_name(left) and _is_main_string(right)) or (
+        _is_dunder_name(right) and _is_main_string(left)
     )
+
+
+def _is_dunder_name(node: ast.expr) -> bool:
+    return type(node) is ast.Name and node.id == "__name__"
+
+
+def _is_main_string(node: ast.expr) -> bool:
+    return type(node) is ast.Constant and node.value == "__main__"
 
 
 def in_main_guard(sem: Semantics, node: ast.AST) -> bool:

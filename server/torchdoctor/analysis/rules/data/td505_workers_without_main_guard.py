@@ -301,16 +301,17 @@ def module_level_calls(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.
     """The block's calls outside any function, class body or lambda, and outside the body of
     a top-level main guard, under one key. Those of a top-level `def` or `class`, its header's
     too (a decorator, a default, a base), are under it: only the other statements' calls are
-    looked at, found by position; of a main guard, its test's and its `else:`'s."""
+    looked at, found by position; of a main guard, its `else:`'s."""
     calls = block.calls
     found: list[ast.Call] = []
     for statement in block.statements:
         kind = type(statement)
         if kind in _HOLDING_NO_MODULE_LEVEL_CALL:
             continue
-        parts: list[ast.stmt | ast.expr] = [statement]
+        parts: list[ast.stmt] = [statement]
         if kind is ast.If and is_main_guard(statement.test):  # type: ignore[attr-defined]  # type() tested above
-            parts = [statement.test, *statement.orelse]  # type: ignore[attr-defined]  # type() tested above
+            # a main guard's test is a comparison of a name with a string: it holds no call
+            parts = statement.orelse  # type: ignore[attr-defined]  # type() tested above
         for part in parts:
             found.extend(
                 call

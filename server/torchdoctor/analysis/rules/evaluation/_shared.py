@@ -359,14 +359,31 @@ def _model_calls_in(sem: Semantics, loop: Loop) -> list[ast.Call]:
     memo = _model_names(sem)
 
     def calls_a_model(call: ast.Call) -> bool:
-        # `model_of`, `Semantics.dotted` and `is_model_value`, inlined: asked of every call
+        # `model_of`, `Semantics.dotted` and `is_model_value`, inlined, the memo asked first:
+        # asked of every call in the loops that look like evaluation, most of them methods of
+        # a tensor or of a call's result (`x.to(device)`, `model(x).argmax(1)`)
         func = call.func
-        if type(func) is ast.Attribute and func.attr == "forward":
-            func = func.value
-        dotted = sem.dotted(func)
-        return dotted is not None and _is_model_name(sem, memo, func, dotted)
+        kind = type(func)
+        if kind is ast.Name:
+            dotted: str | None = func.id  # type: ignore[attr-defined]  # type() tested above
+        elif kind is ast.Attribute:
+            if func.attr == "forward":  # type: ignore[attr-defined]  # type() tested above
+                func = func.value  # type: ignore[attr-defined]  # type() tested above
+            elif type(func.value) not in _CHAIN_LINKS:  # type: ignore[attr-defined]  # type() tested above
+                return False  # `model(x).argmax(1)`, `(a == b).sum()`: no dotted name
+            dotted = sem.dotted(func)
+        else:
+            return False
+        if dotted is None:
+            return False
+        answer = memo.get(dotted)
+        return _is_model_name(sem, memo, func, dotted) if answer is None else answer
 
     return calls_in_body(sem.calls, sem, loop, calls_a_model)
+
+
+# what an attribute chain with a dotted name is made of below its last attribute
+_CHAIN_LINKS = frozenset({ast.Name, ast.Attribute})
 
 
 def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:

@@ -89,6 +89,16 @@ def _map_model_to_caller(
     return map_receiver(ctx.sem, call, function, ModeEvent(call, "eval", model)) or model
 
 
+def _first_mode_layers(ctx: RuleContext, model_calls: list[ast.Call]) -> list[str]:
+    """The mode-dependent layers of the first of the calls whose model the file shows them for
+    (a plain loop: asked of every evaluation loop, whose calls are one or two)."""
+    for call in model_calls:
+        layers = _mode_layers_of_call(ctx, call)
+        if layers:
+            return layers
+    return []
+
+
 def _mode_layers_of_call(ctx: RuleContext, model_call: ast.Call) -> list[str]:
     """The dropout/batch-norm layers of the model a call runs, when the file shows how it was
     built; empty when nothing is known (then eval() may change nothing: stay quiet)."""
@@ -115,10 +125,7 @@ def eval_without_model_eval(ctx: RuleContext) -> Iterator[Finding]:
         model = sem.dotted(model_of(call))
         if _in_own_method(sem, loop, model):
             continue
-        layers = next(
-            (found for c in candidate.model_calls if (found := _mode_layers_of_call(ctx, c))),
-            [],
-        )
+        layers = _first_mode_layers(ctx, candidate.model_calls)
         if not layers or not is_evaluation_loop(ctx, candidate):
             continue
         if any(event.mode != "train" for event in mode_events_inside(ctx, loop)):
