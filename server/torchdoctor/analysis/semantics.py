@@ -1011,8 +1011,35 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
 
 
 def build_semantics(tree: ast.Module) -> Semantics:
-    """The semantics of a file analysed once, as a whole (not version after version)."""
-    return merge_blocks(tree, [index_block(tree.body)], one_shot=True)
+    """The semantics of a file analysed once, as a whole (not version after version): what
+    `merge_blocks` makes of its one block with `one_shot`, without the merging. The block's
+    parent links, lists and groups serve as the file's, uncopied: no later version patches
+    them, no other semantics shares the block, and nothing writes to them (its top-level
+    statements gain the module as their parent, as a merge gives them)."""
+    block = index_block(tree.body)
+    sem = Semantics(tree, _blocks=[block], one_shot=True)
+    parents = sem.parents = block.parents
+    for statement in block.statements:
+        parents[statement] = tree
+    sem.functions = block.functions
+    sem.import_statements = block.imports
+    # set now, not made when first asked for: a cached property's first read takes a lock
+    sem.calls = block.calls
+    sem.assigns = block.assigns
+    sem.loops = block.loops
+    sem.classes = block.classes
+    sem.bindings_by_scope.update(block.scope_bindings)
+    sem.bindings_by_scope[id(tree)] = block.module_bindings
+    _record_imports(sem)
+    _find_module_classes(sem)
+    sem.names_key = _names_key(sem)
+    sem.calls_by_attr = block.calls_by_attr
+    sem.calls_by_name = block.calls_by_name
+    sem.calls_by_qualname = sem.qualnames_of(block)
+    sem.methods_by_name = block.methods_by_name
+    sem.plain_functions_by_name = block.plain_functions_by_name
+    _record_value_kinds(sem, [block])
+    return sem
 
 
 def merge_blocks(
@@ -1089,9 +1116,7 @@ def merge_blocks(
         for block in blocks:
             bindings.update(block.scope_bindings)
     bindings[id(tree)] = sem.gathered("semantics:module-bindings", _module_bindings_of).get("", [])
-    # Recorded last to first: when a name is imported twice, the first import is what it means.
-    for import_node in reversed(sem.import_statements):
-        _record_import(sem, import_node)
+    _record_imports(sem)
     # in the same order too: `name_bound_to` answers with the first name bound to a target
     imports_kept = previous is not None and list(previous.imports.items()) == list(
         sem.imports.items()
@@ -1105,7 +1130,7 @@ def merge_blocks(
         sem.module_classes = previous.module_classes  # no class came or went, no base changed
     else:
         _find_module_classes(sem)
-    names_key: object = (tuple(sem.imports.items()), tuple(sem.module_classes))
+    names_key = _names_key(sem)
     if previous is not None and previous.names_key == names_key:
         names_key = previous.names_key
     sem.names_key = names_key
@@ -1388,6 +1413,17 @@ def dotted_name(node: ast.AST) -> str | None:
     return ".".join(parts)
 
 
+def _record_imports(sem: Semantics) -> None:
+    # Recorded last to first: when a name is imported twice, the first import is what it means.
+    for import_node in reversed(sem.import_statements):
+        _record_import(sem, import_node)
+
+
+def _names_key(sem: Semantics) -> object:
+    """The imports and model classes: what the blocks' facts that read names are kept under."""
+    return (tuple(sem.imports.items()), tuple(sem.module_classes))
+
+
 def _record_import(sem: Semantics, node: ast.Import | ast.ImportFrom) -> None:
     if isinstance(node, ast.Import):
         for alias in node.names:
@@ -1501,49 +1537,78 @@ def _kinds_of_block(sem: Semantics, block: BlockIndex, key: object) -> BlockKind
 def _block_kinds(sem: Semantics, block: BlockIndex) -> BlockKinds:
     # exact type tests throughout (the parser makes no subclasses): every assignment of a
     # call's result and every annotated parameter of the file passes here
+    made = _kinds_made_by_calls(sem, block)
     assigned: list[tuple[tuple[str, ...], KindSource]] = []
     for assign in block.assigns:
         # only a call gives a kind: the other values are passed over before any call
-        if type(assign.value) is not ast.Call or type(assign) is ast.AugAssign:
+        value = assign.value
+        if type(value) is not ast.Call or type(assign) is ast.AugAssign:
             continue
-        source = _kind_source(sem, assign.value)
+        source = _kind_source(sem, value, made)
         if source is None:
             continue
-        targets = assign.targets if type(assign) is ast.Assign else [assign.target]  # type: ignore[union-attr]  # type() tested
-        names = tuple(name for target in targets if (name := dotted_name(target)) is not None)
+        if type(assign) is ast.Assign and len(assign.targets) > 1:
+            names = tuple(
+                name for target in assign.targets if (name := dotted_name(target)) is not None
+            )
+        else:
+            # one target: most assignments
+            target = assign.targets[0] if type(assign) is ast.Assign else assign.target  # type: ignore[union-attr]  # type() tested
+            name = dotted_name(target)
+            names = () if name is None else (name,)
         if names:
             assigned.append((names, source))
     annotated: list[tuple[str, ValueKind]] = []
+    imports = sem.imports
     for function in block.functions:
         arguments = function.args
-        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
-            if arg.annotation is None:
-                continue
-            annotation = sem.qualname(arg.annotation) or sem.dotted(arg.annotation) or ""
-            if annotation.endswith("Optimizer"):
-                annotated.append((arg.arg, ValueKind.OPTIMIZER))
-            elif annotation.endswith("DataLoader"):
-                annotated.append((arg.arg, ValueKind.LOADER))
-            elif annotation.endswith("Module") or annotation in sem.module_classes:
-                annotated.append((arg.arg, ValueKind.MODEL))
+        for parameters in (arguments.posonlyargs, arguments.args, arguments.kwonlyargs):
+            for arg in parameters:
+                written = arg.annotation
+                if written is None:
+                    continue
+                if type(written) is ast.Name:
+                    # most annotations (`int`, `str`): `qualname` and `dotted` read in place
+                    annotation = imports.get(written.id) or written.id
+                else:
+                    annotation = sem.qualname(written) or sem.dotted(written) or ""
+                if annotation.endswith("Optimizer"):
+                    annotated.append((arg.arg, ValueKind.OPTIMIZER))
+                elif annotation.endswith("DataLoader"):
+                    annotated.append((arg.arg, ValueKind.LOADER))
+                elif annotation.endswith("Module") or annotation in sem.module_classes:
+                    annotated.append((arg.arg, ValueKind.MODEL))
     return assigned, annotated
 
 
-def _kind_source(sem: Semantics, value: ast.Call) -> KindSource | None:
-    """A kind, the name whose kind the value keeps, or None."""
+def _kinds_made_by_calls(sem: Semantics, block: BlockIndex) -> dict[ast.Call, ValueKind]:
+    """The block's calls of imported names that make a kind of value (`nn.Linear(...)`), read
+    off its calls by qualname: one look-up per name called, not a climb per call."""
+    made: dict[ast.Call, ValueKind] = {}
+    for qualname, calls in sem.qualnames_of(block).items():
+        kind = _kind_of_qualname(qualname)
+        if kind is not None:
+            made.update(dict.fromkeys(calls, kind))
+    return made
+
+
+def _kind_source(
+    sem: Semantics, value: ast.Call, made: dict[ast.Call, ValueKind]
+) -> KindSource | None:
+    """A kind, the name whose kind the value keeps, or None; `made` is the kinds that the
+    block's calls of imported names make (see `_kinds_made_by_calls`)."""
     func = value.func
     kind = type(func)  # exact types: the parser makes no subclasses
     if kind is ast.Attribute and func.attr in _MOVES:  # type: ignore[attr-defined]  # type() tested
         # `model = model.to(device)`, `net = Net().cuda()` keep what the receiver is
         receiver = func.value  # type: ignore[attr-defined]  # type() tested above
         if type(receiver) is ast.Call:
-            return _kind_source(sem, receiver)
+            return _kind_source(sem, receiver, made)
         return dotted_name(receiver)
     if kind is ast.Name and func.id in sem.module_classes:  # type: ignore[attr-defined]  # type() tested
         return ValueKind.MODEL
-    # `qualname` answers None for a callee that starts at no imported name before spelling it
-    qualname = sem.qualname(func)
-    return None if qualname is None else _kind_of_qualname(qualname)
+    # a call whose callee starts at no imported name has no qualname, and makes no kind
+    return made.get(value)
 
 
 _MOVES = frozenset({"to", "cuda", "cpu", "train", "eval"})
