@@ -468,6 +468,15 @@ class Semantics:
                     if target is not None:  # `name(...)` calls what the name is bound to
                         found.setdefault(target, []).append(call)
                     continue
+                if type(root) is not ast.Attribute:
+                    continue
+                value = root.value
+                if type(value) is ast.Name:
+                    # `x.f(...)`, most calls with a receiver: spelt without a climb
+                    target = imports.get(value.id)
+                    if target is not None:
+                        found.setdefault(f"{target}.{root.attr}", []).append(call)
+                    continue
                 # the attributes are gathered on the way to the root: the qualname is spelt
                 # from them, without a second climb for the dotted name
                 attributes: list[str] = []
