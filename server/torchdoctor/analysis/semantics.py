@@ -873,59 +873,79 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     push = nodes.append
     mention = identifiers.add
     mention_attribute = attributes.add
+    # What the loop reads at every node, as locals (a local is read in one step, where
+    # `ast.Name` is a global and an attribute, `getattr` a builtin): the node types it tests,
+    # the fields table and the indexed types, getattr and list. A tenth less time for the
+    # walk of a freshly parsed 134-line file.
+    Name, Constant, Attribute, Call, keyword = (
+        ast.Name,
+        ast.Constant,
+        ast.Attribute,
+        ast.Call,
+        ast.keyword,
+    )
+    arg, While, Import, ImportFrom, ClassDef, Lambda = (
+        ast.arg,
+        ast.While,
+        ast.Import,
+        ast.ImportFrom,
+        ast.ClassDef,
+        ast.Lambda,
+    )
+    fields_of, indexed, read, List = CHILD_FIELDS.get, _INDEXED, getattr, list
     for node in nodes:
         kind = type(node)
-        if kind is ast.Name:
+        if kind is Name:
             mention(node.id)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             continue  # nothing below a name but its context
-        if kind is ast.Constant:
+        if kind is Constant:
             continue  # a ninth of all nodes: nothing below it, nothing to record
-        if kind is ast.Attribute:
+        if kind is Attribute:
             # a ninth of all nodes, with one child: read without the loop over fields
             mention_attribute(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             value = node.value  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             parents[value] = node
-            if type(value) is ast.Name:
+            if type(value) is Name:
                 mention(value.id)
             else:
                 push(value)
             continue
-        if kind is ast.Call:
+        if kind is Call:
             # a tenth of all nodes: its three fields read directly
             calls.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
             func = node.func  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             parents[func] = node
-            if type(func) is ast.Name:
+            if type(func) is Name:
                 mention(func.id)
             else:
                 push(func)
             for item in node.args:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
                 parents[item] = node
                 child = type(item)
-                if child is ast.Name:
+                if child is Name:
                     mention(item.id)
-                elif child is not ast.Constant:
+                elif child is not Constant:
                     push(item)
             for item in node.keywords:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
                 parents[item] = node
                 push(item)
             continue
-        if kind is ast.keyword:
+        if kind is keyword:
             if node.arg is not None:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
                 mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             value = node.value  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             parents[value] = node
             child = type(value)
-            if child is ast.Name:
+            if child is Name:
                 mention(value.id)
-            elif child is not ast.Constant:
+            elif child is not Constant:
                 push(value)
             continue
-        fields = CHILD_FIELDS.get(kind)
+        fields = fields_of(kind)
         if fields is None:
             fields = child_fields(kind)
-        if kind in _INDEXED:  # one look-up spares most nodes the chain of tests below
-            if kind is ast.arg:
+        if kind in indexed:  # one look-up spares most nodes the chain of tests below
+            if kind is arg:
                 mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             elif kind in _BINDING_STATEMENTS:
                 binding_nodes.append(node)
@@ -935,17 +955,17 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
                     loops.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
             elif kind in _SCOPES:
                 binding_nodes.append(node)  # its name is bound where it is defined
-                if kind is ast.ClassDef:
+                if kind is ClassDef:
                     classes.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-                elif kind is not ast.Lambda:
+                elif kind is not Lambda:
                     functions.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-            elif kind is ast.While:
+            elif kind is While:
                 loops.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-            elif kind is ast.Import or kind is ast.ImportFrom:
+            elif kind is Import or kind is ImportFrom:
                 imports.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
         for name in fields:
-            value = getattr(node, name, None)
-            if type(value) is list:
+            value = read(node, name, None)
+            if type(value) is List:
                 for item in value:
                     # None holes: `{**d}`'s key, a keyword-only argument without a default
                     if item is not None:
@@ -954,9 +974,9 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             elif value is not None:
                 parents[value] = node
                 child = type(value)
-                if child is ast.Name:
+                if child is Name:
                     mention(value.id)
-                elif child is not ast.Constant:
+                elif child is not Constant:
                     push(value)
     # the walk is breadth first: what it collected is put in source order
     calls.sort(key=_start)
