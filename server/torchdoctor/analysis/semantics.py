@@ -40,6 +40,10 @@ LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 # subclasses): asked at every step of a climb
 SCOPE_OR_MODULE_TYPES = frozenset({*FUNCTION_NODES, ast.Module})
 _LOOP_TYPES = frozenset(LOOP_NODES)
+# where a climb for the function around a node stops: at a function (the answer), or at a
+# class, a lambda or the module (none); a look-up for each, asked at every step
+_FUNCTION_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
+_OTHER_SCOPE_TYPES = frozenset({ast.ClassDef, ast.Lambda, ast.Module})
 Loop = ast.For | ast.AsyncFor | ast.While
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -459,19 +463,20 @@ class Semantics:
             block.qualnames_imports is not imports and block.qualnames_imports != imports
         ):
             found = {}
+            Name, Attribute = ast.Name, ast.Attribute  # as locals: read at every call
             for call in block.calls:
                 # only a chain that starts at an imported name has one: most calls are
                 # `self.f(...)`, `model(x)`, a local function; skip them before spelling them
                 root = call.func
-                if type(root) is ast.Name:
+                if type(root) is Name:
                     target = imports.get(root.id)
                     if target is not None:  # `name(...)` calls what the name is bound to
                         found.setdefault(target, []).append(call)
                     continue
-                if type(root) is not ast.Attribute:
+                if type(root) is not Attribute:
                     continue
                 value = root.value
-                if type(value) is ast.Name:
+                if type(value) is Name:
                     # `x.f(...)`, most calls with a receiver: spelt without a climb
                     target = imports.get(value.id)
                     if target is not None:
@@ -480,10 +485,10 @@ class Semantics:
                 # the attributes are gathered on the way to the root: the qualname is spelt
                 # from them, without a second climb for the dotted name
                 attributes: list[str] = []
-                while type(root) is ast.Attribute:
+                while type(root) is Attribute:
                     attributes.append(root.attr)
                     root = root.value
-                if type(root) is not ast.Name:
+                if type(root) is not Name:
                     continue
                 target = imports.get(root.id)
                 if target is None:
@@ -662,10 +667,10 @@ class Semantics:
         parent = parents.get(node)
         while parent is not None:
             kind = type(parent)
-            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            if kind in _FUNCTION_TYPES:
                 found = parent  # type: ignore[assignment]  # type() tested above
                 break
-            if kind is ast.ClassDef or kind is ast.Lambda or kind is ast.Module:
+            if kind in _OTHER_SCOPE_TYPES:
                 break
             known: Function | None = cache.get(parent, _ABSENT)
             if known is not _ABSENT:
@@ -989,9 +994,9 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     calls_by_name: dict[str, list[ast.Call]] = {}
     for call in calls:
         func = call.func
-        if type(func) is ast.Attribute:
+        if type(func) is Attribute:
             groups, callee = calls_by_attr, func.attr
-        elif type(func) is ast.Name:
+        elif type(func) is Name:
             groups, callee = calls_by_name, func.id
         else:
             continue
@@ -1013,9 +1018,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     plain_functions_by_name: dict[str, list[Function]] = {}
     for function in functions:
         into = (
-            methods_by_name
-            if type(parents.get(function)) is ast.ClassDef
-            else plain_functions_by_name
+            methods_by_name if type(parents.get(function)) is ClassDef else plain_functions_by_name
         )
         into.setdefault(function.name, []).append(function)
     identifiers.update(attributes)  # every name it mentions, attributes among them
