@@ -1620,7 +1620,8 @@ def _kinds_made_by_calls(sem: Semantics, block: BlockIndex) -> dict[ast.Call, Va
     for qualname, calls in sem.qualnames_of(block).items():
         kind = _kind_of_qualname(qualname)
         if kind is not None:
-            made.update(dict.fromkeys(calls, kind))
+            for call in calls:  # one or two, mostly
+                made[call] = kind
     return made
 
 
