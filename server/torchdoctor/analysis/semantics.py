@@ -230,7 +230,11 @@ class Semantics:
         """Some block it lists spells one of `names` as a name, attribute, parameter or
         keyword argument."""
         if self._focus is not None or self.one_shot:
-            return any(not block.identifiers.isdisjoint(names) for block in self._listed_blocks())
+            # a loop, not `any` over a generator: a whole file analysed once is one block
+            for block in self._listed_blocks():
+                if not block.identifiers.isdisjoint(names):
+                    return True
+            return False
         return self._block_mentioning(names) is not None
 
     def _block_mentioning(self, names: frozenset[str]) -> BlockIndex | None:
@@ -768,9 +772,16 @@ class Semantics:
     def method_calls(self, name: str) -> list[ast.Call]:
         return self.calls_by_attr.get(name, [])
 
-    def calls_to(self, *qualnames: str) -> Iterator[ast.Call]:
+    def calls_to(self, *qualnames: str) -> list[ast.Call]:
+        """The calls of any of `qualnames`, name after name (each one's in source order): a
+        new list, where a generator's frame cost more (most names asked for are not called)."""
+        groups = self.calls_by_qualname
+        found: list[ast.Call] = []
         for qualname in qualnames:
-            yield from self.calls_by_qualname.get(qualname, [])
+            calls = groups.get(qualname)
+            if calls:
+                found += calls
+        return found
 
 
 def in_loop_body(loop: Loop, child: ast.AST) -> bool:
