@@ -40,6 +40,10 @@ LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 # subclasses): asked at every step of a climb
 SCOPE_OR_MODULE_TYPES = frozenset({*FUNCTION_NODES, ast.Module})
 _LOOP_TYPES = frozenset(LOOP_NODES)
+# where a climb for the function around a node stops: at a function (the answer), or at a
+# class, a lambda or the module (none); a look-up for each, asked at every step
+_FUNCTION_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
+_OTHER_SCOPE_TYPES = frozenset({ast.ClassDef, ast.Lambda, ast.Module})
 Loop = ast.For | ast.AsyncFor | ast.While
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -226,7 +230,11 @@ class Semantics:
         """Some block it lists spells one of `names` as a name, attribute, parameter or
         keyword argument."""
         if self._focus is not None or self.one_shot:
-            return any(not block.identifiers.isdisjoint(names) for block in self._listed_blocks())
+            # a loop, not `any` over a generator: a whole file analysed once is one block
+            for block in self._listed_blocks():
+                if not block.identifiers.isdisjoint(names):
+                    return True
+            return False
         return self._block_mentioning(names) is not None
 
     def _block_mentioning(self, names: frozenset[str]) -> BlockIndex | None:
@@ -459,22 +467,32 @@ class Semantics:
             block.qualnames_imports is not imports and block.qualnames_imports != imports
         ):
             found = {}
+            Name, Attribute = ast.Name, ast.Attribute  # as locals: read at every call
             for call in block.calls:
                 # only a chain that starts at an imported name has one: most calls are
                 # `self.f(...)`, `model(x)`, a local function; skip them before spelling them
                 root = call.func
-                if type(root) is ast.Name:
+                if type(root) is Name:
                     target = imports.get(root.id)
                     if target is not None:  # `name(...)` calls what the name is bound to
                         found.setdefault(target, []).append(call)
                     continue
+                if type(root) is not Attribute:
+                    continue
+                value = root.value
+                if type(value) is Name:
+                    # `x.f(...)`, most calls with a receiver: spelt without a climb
+                    target = imports.get(value.id)
+                    if target is not None:
+                        found.setdefault(f"{target}.{root.attr}", []).append(call)
+                    continue
                 # the attributes are gathered on the way to the root: the qualname is spelt
                 # from them, without a second climb for the dotted name
                 attributes: list[str] = []
-                while type(root) is ast.Attribute:
+                while type(root) is Attribute:
                     attributes.append(root.attr)
                     root = root.value
-                if type(root) is not ast.Name:
+                if type(root) is not Name:
                     continue
                 target = imports.get(root.id)
                 if target is None:
@@ -653,10 +671,10 @@ class Semantics:
         parent = parents.get(node)
         while parent is not None:
             kind = type(parent)
-            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            if kind in _FUNCTION_TYPES:
                 found = parent  # type: ignore[assignment]  # type() tested above
                 break
-            if kind is ast.ClassDef or kind is ast.Lambda or kind is ast.Module:
+            if kind in _OTHER_SCOPE_TYPES:
                 break
             known: Function | None = cache.get(parent, _ABSENT)
             if known is not _ABSENT:
@@ -754,9 +772,16 @@ class Semantics:
     def method_calls(self, name: str) -> list[ast.Call]:
         return self.calls_by_attr.get(name, [])
 
-    def calls_to(self, *qualnames: str) -> Iterator[ast.Call]:
+    def calls_to(self, *qualnames: str) -> list[ast.Call]:
+        """The calls of any of `qualnames`, name after name (each one's in source order): a
+        new list, where a generator's frame cost more (most names asked for are not called)."""
+        groups = self.calls_by_qualname
+        found: list[ast.Call] = []
         for qualname in qualnames:
-            yield from self.calls_by_qualname.get(qualname, [])
+            calls = groups.get(qualname)
+            if calls:
+                found += calls
+        return found
 
 
 def in_loop_body(loop: Loop, child: ast.AST) -> bool:
@@ -864,59 +889,79 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     push = nodes.append
     mention = identifiers.add
     mention_attribute = attributes.add
+    # What the loop reads at every node, as locals (a local is read in one step, where
+    # `ast.Name` is a global and an attribute, `getattr` a builtin): the node types it tests,
+    # the fields table and the indexed types, getattr and list. A tenth less time for the
+    # walk of a freshly parsed 134-line file.
+    Name, Constant, Attribute, Call, keyword = (
+        ast.Name,
+        ast.Constant,
+        ast.Attribute,
+        ast.Call,
+        ast.keyword,
+    )
+    arg, While, Import, ImportFrom, ClassDef, Lambda = (
+        ast.arg,
+        ast.While,
+        ast.Import,
+        ast.ImportFrom,
+        ast.ClassDef,
+        ast.Lambda,
+    )
+    fields_of, indexed, read, List = CHILD_FIELDS.get, _INDEXED, getattr, list
     for node in nodes:
         kind = type(node)
-        if kind is ast.Name:
+        if kind is Name:
             mention(node.id)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             continue  # nothing below a name but its context
-        if kind is ast.Constant:
+        if kind is Constant:
             continue  # a ninth of all nodes: nothing below it, nothing to record
-        if kind is ast.Attribute:
+        if kind is Attribute:
             # a ninth of all nodes, with one child: read without the loop over fields
             mention_attribute(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             value = node.value  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             parents[value] = node
-            if type(value) is ast.Name:
+            if type(value) is Name:
                 mention(value.id)
             else:
                 push(value)
             continue
-        if kind is ast.Call:
+        if kind is Call:
             # a tenth of all nodes: its three fields read directly
             calls.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
             func = node.func  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             parents[func] = node
-            if type(func) is ast.Name:
+            if type(func) is Name:
                 mention(func.id)
             else:
                 push(func)
             for item in node.args:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
                 parents[item] = node
                 child = type(item)
-                if child is ast.Name:
+                if child is Name:
                     mention(item.id)
-                elif child is not ast.Constant:
+                elif child is not Constant:
                     push(item)
             for item in node.keywords:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
                 parents[item] = node
                 push(item)
             continue
-        if kind is ast.keyword:
+        if kind is keyword:
             if node.arg is not None:  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
                 mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             value = node.value  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             parents[value] = node
             child = type(value)
-            if child is ast.Name:
+            if child is Name:
                 mention(value.id)
-            elif child is not ast.Constant:
+            elif child is not Constant:
                 push(value)
             continue
-        fields = CHILD_FIELDS.get(kind)
+        fields = fields_of(kind)
         if fields is None:
             fields = child_fields(kind)
-        if kind in _INDEXED:  # one look-up spares most nodes the chain of tests below
-            if kind is ast.arg:
+        if kind in indexed:  # one look-up spares most nodes the chain of tests below
+            if kind is arg:
                 mention(node.arg)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             elif kind in _BINDING_STATEMENTS:
                 binding_nodes.append(node)
@@ -926,17 +971,17 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
                     loops.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
             elif kind in _SCOPES:
                 binding_nodes.append(node)  # its name is bound where it is defined
-                if kind is ast.ClassDef:
+                if kind is ClassDef:
                     classes.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-                elif kind is not ast.Lambda:
+                elif kind is not Lambda:
                     functions.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-            elif kind is ast.While:
+            elif kind is While:
                 loops.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
-            elif kind is ast.Import or kind is ast.ImportFrom:
+            elif kind is Import or kind is ImportFrom:
                 imports.append(node)  # type: ignore[arg-type]  # type() tested above: faster than isinstance here
         for name in fields:
-            value = getattr(node, name, None)
-            if type(value) is list:
+            value = read(node, name, None)
+            if type(value) is List:
                 for item in value:
                     # None holes: `{**d}`'s key, a keyword-only argument without a default
                     if item is not None:
@@ -945,9 +990,9 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             elif value is not None:
                 parents[value] = node
                 child = type(value)
-                if child is ast.Name:
+                if child is Name:
                     mention(value.id)
-                elif child is not ast.Constant:
+                elif child is not Constant:
                     push(value)
     # the walk is breadth first: what it collected is put in source order
     calls.sort(key=_start)
@@ -960,9 +1005,9 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     calls_by_name: dict[str, list[ast.Call]] = {}
     for call in calls:
         func = call.func
-        if type(func) is ast.Attribute:
+        if type(func) is Attribute:
             groups, callee = calls_by_attr, func.attr
-        elif type(func) is ast.Name:
+        elif type(func) is Name:
             groups, callee = calls_by_name, func.id
         else:
             continue
@@ -984,9 +1029,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     plain_functions_by_name: dict[str, list[Function]] = {}
     for function in functions:
         into = (
-            methods_by_name
-            if type(parents.get(function)) is ast.ClassDef
-            else plain_functions_by_name
+            methods_by_name if type(parents.get(function)) is ClassDef else plain_functions_by_name
         )
         into.setdefault(function.name, []).append(function)
     identifiers.update(attributes)  # every name it mentions, attributes among them
@@ -1011,8 +1054,35 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
 
 
 def build_semantics(tree: ast.Module) -> Semantics:
-    """The semantics of a file analysed once, as a whole (not version after version)."""
-    return merge_blocks(tree, [index_block(tree.body)], one_shot=True)
+    """The semantics of a file analysed once, as a whole (not version after version): what
+    `merge_blocks` makes of its one block with `one_shot`, without the merging. The block's
+    parent links, lists and groups serve as the file's, uncopied: no later version patches
+    them, no other semantics shares the block, and nothing writes to them (its top-level
+    statements gain the module as their parent, as a merge gives them)."""
+    block = index_block(tree.body)
+    sem = Semantics(tree, _blocks=[block], one_shot=True)
+    parents = sem.parents = block.parents
+    for statement in block.statements:
+        parents[statement] = tree
+    sem.functions = block.functions
+    sem.import_statements = block.imports
+    # set now, not made when first asked for: a cached property's first read takes a lock
+    sem.calls = block.calls
+    sem.assigns = block.assigns
+    sem.loops = block.loops
+    sem.classes = block.classes
+    sem.bindings_by_scope.update(block.scope_bindings)
+    sem.bindings_by_scope[id(tree)] = block.module_bindings
+    _record_imports(sem)
+    _find_module_classes(sem)
+    sem.names_key = _names_key(sem)
+    sem.calls_by_attr = block.calls_by_attr
+    sem.calls_by_name = block.calls_by_name
+    sem.calls_by_qualname = sem.qualnames_of(block)
+    sem.methods_by_name = block.methods_by_name
+    sem.plain_functions_by_name = block.plain_functions_by_name
+    _record_value_kinds(sem, [block])
+    return sem
 
 
 def merge_blocks(
@@ -1089,9 +1159,7 @@ def merge_blocks(
         for block in blocks:
             bindings.update(block.scope_bindings)
     bindings[id(tree)] = sem.gathered("semantics:module-bindings", _module_bindings_of).get("", [])
-    # Recorded last to first: when a name is imported twice, the first import is what it means.
-    for import_node in reversed(sem.import_statements):
-        _record_import(sem, import_node)
+    _record_imports(sem)
     # in the same order too: `name_bound_to` answers with the first name bound to a target
     imports_kept = previous is not None and list(previous.imports.items()) == list(
         sem.imports.items()
@@ -1105,7 +1173,7 @@ def merge_blocks(
         sem.module_classes = previous.module_classes  # no class came or went, no base changed
     else:
         _find_module_classes(sem)
-    names_key: object = (tuple(sem.imports.items()), tuple(sem.module_classes))
+    names_key = _names_key(sem)
     if previous is not None and previous.names_key == names_key:
         names_key = previous.names_key
     sem.names_key = names_key
@@ -1388,6 +1456,17 @@ def dotted_name(node: ast.AST) -> str | None:
     return ".".join(parts)
 
 
+def _record_imports(sem: Semantics) -> None:
+    # Recorded last to first: when a name is imported twice, the first import is what it means.
+    for import_node in reversed(sem.import_statements):
+        _record_import(sem, import_node)
+
+
+def _names_key(sem: Semantics) -> object:
+    """The imports and model classes: what the blocks' facts that read names are kept under."""
+    return (tuple(sem.imports.items()), tuple(sem.module_classes))
+
+
 def _record_import(sem: Semantics, node: ast.Import | ast.ImportFrom) -> None:
     if isinstance(node, ast.Import):
         for alias in node.names:
@@ -1501,49 +1580,79 @@ def _kinds_of_block(sem: Semantics, block: BlockIndex, key: object) -> BlockKind
 def _block_kinds(sem: Semantics, block: BlockIndex) -> BlockKinds:
     # exact type tests throughout (the parser makes no subclasses): every assignment of a
     # call's result and every annotated parameter of the file passes here
+    made = _kinds_made_by_calls(sem, block)
     assigned: list[tuple[tuple[str, ...], KindSource]] = []
     for assign in block.assigns:
         # only a call gives a kind: the other values are passed over before any call
-        if type(assign.value) is not ast.Call or type(assign) is ast.AugAssign:
+        value = assign.value
+        if type(value) is not ast.Call or type(assign) is ast.AugAssign:
             continue
-        source = _kind_source(sem, assign.value)
+        source = _kind_source(sem, value, made)
         if source is None:
             continue
-        targets = assign.targets if type(assign) is ast.Assign else [assign.target]  # type: ignore[union-attr]  # type() tested
-        names = tuple(name for target in targets if (name := dotted_name(target)) is not None)
+        if type(assign) is ast.Assign and len(assign.targets) > 1:
+            names = tuple(
+                name for target in assign.targets if (name := dotted_name(target)) is not None
+            )
+        else:
+            # one target: most assignments
+            target = assign.targets[0] if type(assign) is ast.Assign else assign.target  # type: ignore[union-attr]  # type() tested
+            name = dotted_name(target)
+            names = () if name is None else (name,)
         if names:
             assigned.append((names, source))
     annotated: list[tuple[str, ValueKind]] = []
+    imports = sem.imports
     for function in block.functions:
         arguments = function.args
-        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
-            if arg.annotation is None:
-                continue
-            annotation = sem.qualname(arg.annotation) or sem.dotted(arg.annotation) or ""
-            if annotation.endswith("Optimizer"):
-                annotated.append((arg.arg, ValueKind.OPTIMIZER))
-            elif annotation.endswith("DataLoader"):
-                annotated.append((arg.arg, ValueKind.LOADER))
-            elif annotation.endswith("Module") or annotation in sem.module_classes:
-                annotated.append((arg.arg, ValueKind.MODEL))
+        for parameters in (arguments.posonlyargs, arguments.args, arguments.kwonlyargs):
+            for arg in parameters:
+                written = arg.annotation
+                if written is None:
+                    continue
+                if type(written) is ast.Name:
+                    # most annotations (`int`, `str`): `qualname` and `dotted` read in place
+                    annotation = imports.get(written.id) or written.id
+                else:
+                    annotation = sem.qualname(written) or sem.dotted(written) or ""
+                if annotation.endswith("Optimizer"):
+                    annotated.append((arg.arg, ValueKind.OPTIMIZER))
+                elif annotation.endswith("DataLoader"):
+                    annotated.append((arg.arg, ValueKind.LOADER))
+                elif annotation.endswith("Module") or annotation in sem.module_classes:
+                    annotated.append((arg.arg, ValueKind.MODEL))
     return assigned, annotated
 
 
-def _kind_source(sem: Semantics, value: ast.Call) -> KindSource | None:
-    """A kind, the name whose kind the value keeps, or None."""
+def _kinds_made_by_calls(sem: Semantics, block: BlockIndex) -> dict[ast.Call, ValueKind]:
+    """The block's calls of imported names that make a kind of value (`nn.Linear(...)`), read
+    off its calls by qualname: one look-up per name called, not a climb per call."""
+    made: dict[ast.Call, ValueKind] = {}
+    for qualname, calls in sem.qualnames_of(block).items():
+        kind = _kind_of_qualname(qualname)
+        if kind is not None:
+            for call in calls:  # one or two, mostly
+                made[call] = kind
+    return made
+
+
+def _kind_source(
+    sem: Semantics, value: ast.Call, made: dict[ast.Call, ValueKind]
+) -> KindSource | None:
+    """A kind, the name whose kind the value keeps, or None; `made` is the kinds that the
+    block's calls of imported names make (see `_kinds_made_by_calls`)."""
     func = value.func
     kind = type(func)  # exact types: the parser makes no subclasses
     if kind is ast.Attribute and func.attr in _MOVES:  # type: ignore[attr-defined]  # type() tested
         # `model = model.to(device)`, `net = Net().cuda()` keep what the receiver is
         receiver = func.value  # type: ignore[attr-defined]  # type() tested above
         if type(receiver) is ast.Call:
-            return _kind_source(sem, receiver)
+            return _kind_source(sem, receiver, made)
         return dotted_name(receiver)
     if kind is ast.Name and func.id in sem.module_classes:  # type: ignore[attr-defined]  # type() tested
         return ValueKind.MODEL
-    # `qualname` answers None for a callee that starts at no imported name before spelling it
-    qualname = sem.qualname(func)
-    return None if qualname is None else _kind_of_qualname(qualname)
+    # a call whose callee starts at no imported name has no qualname, and makes no kind
+    return made.get(value)
 
 
 _MOVES = frozenset({"to", "cuda", "cpu", "train", "eval"})
