@@ -11,6 +11,7 @@ from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...semantics import Semantics
 from ...training import training_of
 from ...tree_walk import walk
+from ..data.td505_workers_without_main_guard import top_level_statement
 
 SEEDING_CALLS = frozenset(
     {
@@ -86,13 +87,24 @@ def _top_level_runs_own_code(sem: Semantics) -> bool:
     or class the file defines: `main()`, `Trainer(cfg).fit()`, `fire.Fire(train)`."""
     body = sem.tree.body
     # exact type tests: the parser makes no subclasses, and a union's isinstance costs more
-    defined: set[str] = {
-        statement.name  # type: ignore[attr-defined]  # a definition: type() tested
+    definitions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = [
+        statement  # type: ignore[misc]  # a definition: type() tested
         for statement in body
         if type(statement) in _DEFINITIONS
-    }
-    if not defined:
+    ]
+    if not definitions:
         return False
+    # asked first: most scripts run their code by calling a function or class they define
+    # (`main()`, `Trainer(cfg).fit()`), found among the calls by name, each a climb of a few
+    # steps to its top-level statement, where the walk below looks at every node of every
+    # statement that is no definition. The last definitions first: `main` is mostly last.
+    calls_by_name = sem.calls_by_name
+    for definition in reversed(definitions):
+        for call in calls_by_name.get(definition.name, ()):
+            statement = top_level_statement(sem, call)
+            if statement is not None and type(statement) not in _HOLDING_NO_USE:
+                return True
+    defined = {definition.name for definition in definitions}
     # only whether some statement uses a name counts: the last ones first, where a script's
     # main guard or `main()` call stands
     for statement in reversed(body):
@@ -120,8 +132,10 @@ def _seeds_torch(sem: Semantics) -> bool:
     for calls in (sem.calls_by_attr, sem.calls_by_name):
         # one look in C over every name called: most files call no seed helper. A casefolded
         # "seed" is in the text wherever SEED_NAME matches (each character it matches folds
-        # to one of "seed"'s), and costs a tenth of the case-blind search
-        if "seed" not in " ".join(calls).casefold():
+        # to one of "seed"'s), and costs a tenth of the case-blind search; ASCII names fold
+        # as they lower, which costs half as much
+        names = " ".join(calls)
+        if "seed" not in (names.lower() if names.isascii() else names.casefold()):
             continue
         for name in calls:
             if SEED_NAME.search(name) is None:
