@@ -9,7 +9,7 @@ import ast
 
 from .context import RuleContext
 from .dataflow import flow_of
-from .semantics import Semantics
+from .semantics import Function, Semantics
 from .training import function_scope
 
 MOVES = ("to", "cuda", "cpu", "float", "double", "half", "train", "eval")
@@ -56,11 +56,16 @@ def assigned_call(sem: Semantics, node: ast.AST) -> ast.Call | None:
 
 
 def _reaching_value(sem: Semantics, name: ast.Name) -> ast.AST | None:
-    scope = function_scope(sem, name)
     assigning = _scopes_assigning(sem, name.id)
-    if id(scope) not in assigning and id(sem.tree) not in assigning:
-        # what is returned is the value of an assignment in the scope or at module level:
-        # with none (a parameter, a loop variable), known without the scope's data flow
+    # what is returned is the value of an assignment in the name's scope or at module level:
+    # with none (a parameter, a loop variable), known without the scope's data flow; and
+    # where no function that assigns it spans the name's line, without the climb to its scope
+    # (`model` received by an evaluation function, assigned in `main`)
+    tree_assigns = id(sem.tree) in assigning
+    if not tree_assigns and not any(_spans(scope, name) for scope in assigning.values()):
+        return None
+    scope = function_scope(sem, name)
+    if id(scope) not in assigning and not tree_assigns:
         return None
     flow = flow_of(sem, scope)
     definition = flow.reaching(name.id, name)
@@ -84,17 +89,30 @@ def _reaching_value(sem: Semantics, name: ast.Name) -> ast.AST | None:
     return definition.value
 
 
-def _scopes_assigning(sem: Semantics, name: str) -> frozenset[int]:
+def _scopes_assigning(sem: Semantics, name: str) -> dict[int, Function | ast.Module]:
     """The scopes (`function_scope`, by id) of the assignments with a value that bind `name`:
     memoised per name, one pass over them."""
     whole = sem.whole
-    memo: dict[str, frozenset[int]] = whole.derived.setdefault("assigned-calls:scopes", {})
+    memo: dict[str, dict[int, Function | ast.Module]] = whole.derived.setdefault(
+        "assigned-calls:scopes", {}
+    )
     found = memo.get(name)
     if found is None:
-        found = memo[name] = frozenset(
-            id(function_scope(whole, assign)) for assign in whole.assignments_to(name)
-        )
+        found = memo[name] = {}
+        for assign in whole.assignments_to(name):
+            scope = function_scope(whole, assign)
+            found[id(scope)] = scope
     return found
+
+
+def _spans(scope: Function | ast.Module, node: ast.expr) -> bool:
+    """The lines of a function (its decorators included: `enclosing_function` counts a name
+    in them as the function's) or of the module hold the node's: a scope that holds a node
+    spans its lines, so one that does not span them holds no node there."""
+    if isinstance(scope, ast.Module):
+        return True
+    first = scope.decorator_list[0].lineno if scope.decorator_list else scope.lineno
+    return first <= node.lineno <= (scope.end_lineno or scope.lineno)
 
 
 def single_assignments_to(sem: Semantics, dotted: str) -> list[ast.Assign | ast.AnnAssign]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import attrgetter
 from typing import Any, Generic, TypeVar, overload
 
@@ -433,20 +434,27 @@ def _zeroing_group(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.AST]
 
 def _zeroing_in_block(sem: Semantics, block: BlockIndex) -> list[ast.AST]:
     """The statements and calls of a block that zero gradients, in source order."""
-    nodes: list[ast.AST] = []
+    groups: list[Sequence[ast.AST]] = []  # each in source order, as the block's lists are
     for attr, calls in block.calls_by_attr.items():
         if "zero_grad" in attr:
-            nodes.extend(call for call in calls if is_zeroing(sem, call))
+            groups.append(calls)  # `is_zeroing` says yes to each: the name spells zero_grad
         elif attr in ZEROING_ATTRS:
-            nodes.extend(call for call in calls if is_zeroing(sem, call) and is_zeroing_scale(call))
+            groups.append([c for c in calls if is_zeroing(sem, c) and is_zeroing_scale(c)])
     for name, calls in block.calls_by_name.items():
         if "zero_grad" in name:
-            nodes.extend(calls)
+            groups.append(calls)
     if "grad" in block.identifiers:  # `p.grad = None` spells it
-        for assign in block.assigns:
-            if not isinstance(assign, ast.AugAssign) and is_zeroing(sem, assign):
-                nodes.append(assign)
-    return sorted(nodes, key=_start)
+        groups.append(
+            [
+                assign
+                for assign in block.assigns
+                if not isinstance(assign, ast.AugAssign) and is_zeroing(sem, assign)
+            ]
+        )
+    found = [group for group in groups if group]
+    if len(found) == 1:
+        return list(found[0])  # most files zero one way (`optimizer.zero_grad()`): no sort
+    return sorted(chain.from_iterable(found), key=_start)
 
 
 def function_scope(sem: Semantics, node: ast.AST) -> Function | ast.Module:
