@@ -67,9 +67,10 @@ def check(text: str, path: str = "<stdin>", config: Config | None = None) -> lis
 
 
 def _parse_and_analyse(text: str, path: str, config: Config | None) -> list[Finding]:
-    document = Document.parse(text, path)
+    # inside check's pause: the parse and the analysis pause the collector no further
+    document = Document.parse_while_paused(text, path)
     try:
-        return analyse(document, config)
+        return run_rules(document, config or Config())
     finally:
         document.drop_derived_facts()  # breaks the cycles: the rest goes by reference counting
 
