@@ -44,6 +44,7 @@ _LOOP_TYPES = frozenset(LOOP_NODES)
 # class, a lambda or the module (none); a look-up for each, asked at every step
 _FUNCTION_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
 _OTHER_SCOPE_TYPES = frozenset({ast.ClassDef, ast.Lambda, ast.Module})
+_WITH_TYPES = frozenset({ast.With, ast.AsyncWith})
 Loop = ast.For | ast.AsyncFor | ast.While
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -713,14 +714,22 @@ class Semantics:
 
     def in_no_grad(self, node: ast.AST) -> bool:
         """True under `with torch.no_grad()`/`inference_mode()`, or in a function decorated so."""
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, ast.With | ast.AsyncWith):
-                if any(self.is_no_grad_context(item.context_expr) for item in ancestor.items):
-                    return True
-            if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
-                if any(self.is_no_grad_context(d) for d in ancestor.decorator_list):
-                    return True
+        # a climb by the parent links with exact type tests (the parser makes no subclasses),
+        # no generator per ancestor or per item: most ancestors are neither
+        parents = self.parents
+        ancestor = parents.get(node)
+        while ancestor is not None:
+            kind = type(ancestor)
+            if kind in _WITH_TYPES:
+                for item in ancestor.items:  # type: ignore[attr-defined]  # type() tested above
+                    if self.is_no_grad_context(item.context_expr):
+                        return True
+            elif kind in _FUNCTION_TYPES:
+                for decorator in ancestor.decorator_list:  # type: ignore[attr-defined]  # type() tested above
+                    if self.is_no_grad_context(decorator):
+                        return True
                 return False
+            ancestor = parents.get(ancestor)
         return False
 
     def is_no_grad_context(self, expr: ast.AST) -> bool:
