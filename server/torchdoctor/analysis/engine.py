@@ -40,7 +40,10 @@ def run_rules(
     chosen = enabled if codes is None else enabled.intersection(codes)
     for code in _in_order(chosen.difference(exclude) if exclude else chosen):
         # a rule that raises loses its own findings only (and is recorded: rule_runner.py)
-        for finding in findings_of(REGISTRY.rules[code], context):
+        found = findings_of(REGISTRY.rules[code], context)
+        if not found:
+            continue  # most rules find nothing: no iterator made over their empty list
+        for finding in found:
             if finding.code not in enabled:
                 continue
             suppression = suppressions.get(finding.span.start_line)
