@@ -40,7 +40,10 @@ def run_rules(
     chosen = enabled if codes is None else enabled.intersection(codes)
     for code in _in_order(chosen.difference(exclude) if exclude else chosen):
         # a rule that raises loses its own findings only (and is recorded: rule_runner.py)
-        for finding in findings_of(REGISTRY.rules[code], context):
+        found = findings_of(REGISTRY.rules[code], context)
+        if not found:
+            continue  # most rules find nothing: no iterator made over their empty list
+        for finding in found:
             if finding.code not in enabled:
                 continue
             suppression = suppressions.get(finding.span.start_line)
@@ -67,9 +70,10 @@ def check(text: str, path: str = "<stdin>", config: Config | None = None) -> lis
 
 
 def _parse_and_analyse(text: str, path: str, config: Config | None) -> list[Finding]:
-    document = Document.parse(text, path)
+    # inside check's pause: the parse and the analysis pause the collector no further
+    document = Document.parse_while_paused(text, path)
     try:
-        return analyse(document, config)
+        return run_rules(document, config or Config())
     finally:
         document.drop_derived_facts()  # breaks the cycles: the rest goes by reference counting
 

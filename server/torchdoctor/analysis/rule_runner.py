@@ -65,13 +65,18 @@ def run_rule(rule: Rule, context: RuleContext) -> RuleRun:
 def _run(rule: Rule, context: RuleContext) -> tuple[list[Finding], InternalError | None]:
     try:
         return list(rule.check(context)), None
-    except RecursionError:
+    except Exception as exception:  # any bug in one rule must not cost the others
+        return [], _failure(rule, context, exception)
+
+
+def _failure(rule: Rule, context: RuleContext, exception: Exception) -> InternalError | None:
+    """The record of what a rule raised; None for a RecursionError, which is logged instead."""
+    if isinstance(exception, RecursionError):
         # absurdly deep expressions: a limit of the tree walk, not a bug worth reporting
         path = context.doc.path
         log.warning("%s skipped on %s: expression nesting too deep", rule.info.code, path)
-        return [], None
-    except Exception as exception:  # any bug in one rule must not cost the others
-        return [], InternalError.of(rule.info.code, context.doc.path, exception)
+        return None
+    return InternalError.of(rule.info.code, context.doc.path, exception)
 
 
 _collector: ContextVar[list[InternalError] | None] = ContextVar(
@@ -83,15 +88,19 @@ def findings_of(rule: Rule, context: RuleContext) -> list[Finding]:
     """What the engine calls per rule: `run_rule`, with a crash added to the records of the
     `collecting_internal_errors()` block around the analysis; logged when there is none, since
     nobody else will report it."""
-    # the pair, not a RuleRun: the engine asks this of every rule for every file
-    findings, error = _run(rule, context)
+    # the rule called here, not through `_run`: the engine asks this of every rule for every
+    # file, and most rules find nothing, so the call is most of what it costs
+    try:
+        return list(rule.check(context))
+    except Exception as exception:  # any bug in one rule must not cost the others
+        error = _failure(rule, context, exception)
     if error is not None:
         records = _collector.get()
         if records is not None:
             records.append(error)  # the collector's owner reports it, once
         else:
             log.error("%s\n%s", error.describe(), error.traceback)
-    return findings
+    return []
 
 
 @contextmanager

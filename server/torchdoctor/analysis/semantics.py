@@ -44,6 +44,7 @@ _LOOP_TYPES = frozenset(LOOP_NODES)
 # class, a lambda or the module (none); a look-up for each, asked at every step
 _FUNCTION_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
 _OTHER_SCOPE_TYPES = frozenset({ast.ClassDef, ast.Lambda, ast.Module})
+_WITH_TYPES = frozenset({ast.With, ast.AsyncWith})
 Loop = ast.For | ast.AsyncFor | ast.While
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -163,8 +164,9 @@ class Semantics:
     plain_functions_by_name: Mapping[str, list[Function]] = field(default_factory=dict)
     module_classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     kinds: dict[str, ValueKind] = field(default_factory=dict)
-    # the statements binding names in each function body (and the module), by id of the scope
-    bindings_by_scope: dict[int, list[ast.AST]] = field(default_factory=lambda: defaultdict(list))
+    # the statements binding names in each function body (and the module), by id of the scope:
+    # see `bindings_by_scope`
+    _bindings_by_scope: dict[int, list[ast.AST]] | None = field(default=None, repr=False)
     # by node (nodes hash and compare by identity, in C: no `id()` call and no pair made per
     # entry): kept from version to version for the blocks an edit left alone (merge_blocks)
     _loops_cache: dict[ast.AST, list[Loop]] = field(default_factory=dict)
@@ -218,6 +220,22 @@ class Semantics:
     @cached_property
     def classes(self) -> list[ast.ClassDef]:
         return list(chain.from_iterable(block.classes for block in self._listed_blocks()))
+
+    @property
+    def bindings_by_scope(self) -> dict[int, list[ast.AST]]:
+        """The statements binding names in each function body (and the module), by id of the
+        scope. A file analysed once groups them when first asked for (most files' rules build
+        no data flow); a merge of blocks, as it patches them from the previous version's."""
+        whole = self.whole
+        found = whole._bindings_by_scope
+        if found is None:
+            found = whole._bindings_by_scope = defaultdict(list)
+            module_bindings: list[ast.AST] = []
+            for block in whole._blocks:
+                found.update(block.scope_bindings)
+                module_bindings += block.module_bindings
+            found[id(whole.tree)] = module_bindings
+        return found
 
     def identifiers(self) -> Iterator[str]:
         """Every name, attribute, parameter and keyword argument the blocks it lists mention
@@ -443,7 +461,6 @@ class Semantics:
             plain_functions_by_name=self.plain_functions_by_name,
             module_classes=self.module_classes,
             kinds=self.kinds,
-            bindings_by_scope=self.bindings_by_scope,
             _loops_cache=self._loops_cache,
             _dotted_cache=self._dotted_cache,
             _function_cache=self._function_cache,
@@ -697,14 +714,22 @@ class Semantics:
 
     def in_no_grad(self, node: ast.AST) -> bool:
         """True under `with torch.no_grad()`/`inference_mode()`, or in a function decorated so."""
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, ast.With | ast.AsyncWith):
-                if any(self.is_no_grad_context(item.context_expr) for item in ancestor.items):
-                    return True
-            if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
-                if any(self.is_no_grad_context(d) for d in ancestor.decorator_list):
-                    return True
+        # a climb by the parent links with exact type tests (the parser makes no subclasses),
+        # no generator per ancestor or per item: most ancestors are neither
+        parents = self.parents
+        ancestor = parents.get(node)
+        while ancestor is not None:
+            kind = type(ancestor)
+            if kind in _WITH_TYPES:
+                for item in ancestor.items:  # type: ignore[attr-defined]  # type() tested above
+                    if self.is_no_grad_context(item.context_expr):
+                        return True
+            elif kind in _FUNCTION_TYPES:
+                for decorator in ancestor.decorator_list:  # type: ignore[attr-defined]  # type() tested above
+                    if self.is_no_grad_context(decorator):
+                        return True
                 return False
+            ancestor = parents.get(ancestor)
         return False
 
     def is_no_grad_context(self, expr: ast.AST) -> bool:
@@ -809,9 +834,9 @@ class BlockIndex:
     loops: list[Loop]
     functions: list[Function]
     classes: list[ast.ClassDef]
-    # binding statements at module level, and those of each function scope by id
-    module_bindings: list[ast.AST]
-    scope_bindings: dict[int, list[ast.AST]]
+    # the statements (and walruses, functions, classes, lambdas) that bind names, in the
+    # walk's order: grouped by scope when first asked for (`module_bindings`)
+    binding_nodes: list[ast.AST]
     imports: list[ast.Import | ast.ImportFrom]
     # every name, attribute, parameter and keyword argument it mentions: where a dotted name
     # can appear
@@ -834,6 +859,27 @@ class BlockIndex:
     cached: dict[str, tuple[object, object, Any, dict[str, ValueKind | None] | None]] = field(
         default_factory=dict
     )
+    _bindings: tuple[list[ast.AST], dict[int, list[ast.AST]]] | None = field(
+        default=None, repr=False
+    )
+
+    @property
+    def module_bindings(self) -> list[ast.AST]:
+        """The binding statements at module level, in the walk's order."""
+        return self._scoped_bindings()[0]
+
+    @property
+    def scope_bindings(self) -> dict[int, list[ast.AST]]:
+        """The binding statements of each function's body, by id of the function."""
+        return self._scoped_bindings()[1]
+
+    def _scoped_bindings(self) -> tuple[list[ast.AST], dict[int, list[ast.AST]]]:
+        # grouped when first asked for: most files' rules build no data flow (each binding's
+        # scope is found by a climb, a fifth of the work after the walk)
+        found = self._bindings
+        if found is None:
+            found = self._bindings = _bindings_by_scope(self.binding_nodes, self.parents)
+        return found
 
 
 CacheKey = TypeVar("CacheKey")
@@ -1016,15 +1062,6 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
             groups[callee] = [call]
         else:
             group.append(call)
-    # the binding statements stay in the walk's order: the data flow sorts each name's
-    # bindings by position (two bindings never share one but in the same statement), and the
-    # other readers of these lists ask whether any statement binds a name
-    bindings: dict[int, list[ast.AST]] = defaultdict(list)
-    for node in binding_nodes:
-        scope = _binding_scope(node, parents)
-        if scope is not None:
-            bindings[id(scope)].append(node)
-    module_bindings = bindings.pop(id(_MODULE_SCOPE), [])
     methods_by_name: dict[str, list[Function]] = {}
     plain_functions_by_name: dict[str, list[Function]] = {}
     for function in functions:
@@ -1043,14 +1080,30 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
         loops,
         functions,
         classes,
-        module_bindings,
-        dict(bindings),
+        binding_nodes,
         imports,
         frozenset(identifiers),
         frozenset(attributes),
         methods_by_name,
         plain_functions_by_name,
     )
+
+
+def _bindings_by_scope(
+    binding_nodes: list[ast.AST], parents: dict[ast.AST, ast.AST]
+) -> tuple[list[ast.AST], dict[int, list[ast.AST]]]:
+    """A block's binding statements at module level, and those of each function by id. They
+    stay in the walk's order: the data flow sorts each name's bindings by position (two
+    bindings never share one but in the same statement), and the other readers of these lists
+    ask whether any statement binds a name. `parents` may give the block's top-level statements
+    the module as their parent (build_semantics): the climb passes it as it passes no parent."""
+    bindings: dict[int, list[ast.AST]] = defaultdict(list)
+    for node in binding_nodes:
+        scope = _binding_scope(node, parents)
+        if scope is not None:
+            bindings[id(scope)].append(node)
+    module_bindings = bindings.pop(id(_MODULE_SCOPE), [])
+    return module_bindings, dict(bindings)
 
 
 def build_semantics(tree: ast.Module) -> Semantics:
@@ -1071,8 +1124,6 @@ def build_semantics(tree: ast.Module) -> Semantics:
     sem.assigns = block.assigns
     sem.loops = block.loops
     sem.classes = block.classes
-    sem.bindings_by_scope.update(block.scope_bindings)
-    sem.bindings_by_scope[id(tree)] = block.module_bindings
     _record_imports(sem)
     _find_module_classes(sem)
     sem.names_key = _names_key(sem)
@@ -1146,7 +1197,7 @@ def merge_blocks(
         previous._kept_before = None
     sem.functions = sem.gathered("semantics:functions", _functions_of).get("", [])
     sem.import_statements = sem.gathered("semantics:imports", _imports_of).get("", [])
-    bindings = sem.bindings_by_scope
+    bindings = sem._bindings_by_scope = defaultdict(list)
     if patch is not None and previous is not None:
         bindings.update(previous.bindings_by_scope)
         bindings.pop(id(previous.tree), None)
