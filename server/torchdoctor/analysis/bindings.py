@@ -48,12 +48,9 @@ def same_binding(sem: Semantics, dotted: str, bound_at: ast.AST, used_at: ast.AS
 
 
 def scope_of(sem: Semantics, node: ast.AST) -> ast.AST:
-    """The function holding `node`, else the module (memoised: rules ask often)."""
-    memo: dict[int, ast.AST] = sem.derived.setdefault("data:scopes", {})
-    scope = memo.get(id(node))
-    if scope is None:
-        scope = memo[id(node)] = function_scope(sem, node)
-    return scope
+    """The function holding `node`, else the module (`Semantics.enclosing_function` memoises
+    the climb for every node on the way: no memo of its own to make per file)."""
+    return function_scope(sem, node)
 
 
 def names_bound_in(sem: Semantics, scope: ast.AST) -> set[str]:

@@ -74,13 +74,23 @@ def loader_calls(sem: Semantics) -> list[tuple[ast.Call, Arguments]]:
     """Every `torch.utils.data.DataLoader(...)` in the document, under any import alias."""
     found = sem.derived.get("data:loaders")
     if found is None:
-        # a call's arguments are bound once, and kept while its block is
-        memo = sem.node_memo("data:loader-arguments")
-        found = []
-        for call in sem.calls_to(*LOADER_CLASSES):
-            entry = memo.get(id(call))
-            if entry is None or entry[0] is not call:
-                entry = memo[id(call)] = (call, bind_arguments(call, LOADER_POSITIONAL))
-            found.append((call, entry[1]))
+        calls = sem.calls_to(*LOADER_CLASSES)
+        if sem.whole.one_shot:
+            # a file analysed once: no later version would read a memo of the bindings
+            found = [(call, bind_arguments(call, LOADER_POSITIONAL)) for call in calls]
+        else:
+            found = _bound_in_memo(sem, calls)
         sem.derived["data:loaders"] = found
+    return found
+
+
+def _bound_in_memo(sem: Semantics, calls: list[ast.Call]) -> list[tuple[ast.Call, Arguments]]:
+    """The calls with their arguments, each call's bound once and kept while its block is."""
+    memo = sem.node_memo("data:loader-arguments")
+    found = []
+    for call in calls:
+        entry = memo.get(id(call))
+        if entry is None or entry[0] is not call:
+            entry = memo[id(call)] = (call, bind_arguments(call, LOADER_POSITIONAL))
+        found.append((call, entry[1]))
     return found

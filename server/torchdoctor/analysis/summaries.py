@@ -419,17 +419,27 @@ def local_calls_of(sem: Semantics) -> list[tuple[ast.Call, Function]]:
     if found is not None:
         return found
     found = sem.derived["summaries:local-calls"] = []
+    # plain loops, no generator per name: most of a file's functions are never called by
+    # name in it, and a generator's frame cost more than the look-up that finds no call
+    calls_by_name = sem.calls_by_name
     for name, candidates in sem.plain_functions_by_name.items():
         if len(candidates) == 1:
-            found.extend((call, candidates[0]) for call in sem.calls_by_name.get(name, ()))
+            calls = calls_by_name.get(name)
+            if calls:
+                function = candidates[0]
+                for call in calls:
+                    found.append((call, function))
+    calls_by_attr = sem.calls_by_attr
     for name, candidates in sem.methods_by_name.items():
         if len(candidates) == 1:
-            found.extend(
-                (call, candidates[0])
-                for call in sem.calls_by_attr.get(name, ())
-                if type(call.func.value) is ast.Name  # type: ignore[attr-defined]  # calls by attribute call an ast.Attribute
-            )
-    found.sort(key=lambda pair: position(pair[0]))
+            calls = calls_by_attr.get(name)
+            if calls:
+                function = candidates[0]
+                for call in calls:
+                    if type(call.func.value) is ast.Name:  # type: ignore[attr-defined]  # calls by attribute call an ast.Attribute
+                        found.append((call, function))
+    if len(found) > 1:
+        found.sort(key=lambda pair: position(pair[0]))
     return found
 
 

@@ -367,11 +367,18 @@ def _model_calls_in(sem: Semantics, loop: Loop) -> list[ast.Call]:
         if kind is ast.Name:
             dotted: str | None = func.id  # type: ignore[attr-defined]  # type() tested above
         elif kind is ast.Attribute:
+            receiver = func.value  # type: ignore[attr-defined]  # type() tested above
             if func.attr == "forward":  # type: ignore[attr-defined]  # type() tested above
-                func = func.value  # type: ignore[attr-defined]  # type() tested above
-            elif type(func.value) not in _CHAIN_LINKS:  # type: ignore[attr-defined]  # type() tested above
+                func = receiver
+                dotted = sem.dotted(func)
+            elif type(receiver) is ast.Name:
+                # `x.to(device)`, `y.numel()`: the name `Semantics.dotted` spells, without its
+                # memo of the node (most of these nodes are asked about here only)
+                dotted = f"{receiver.id}.{func.attr}"  # type: ignore[attr-defined]  # type() tested above
+            elif type(receiver) is ast.Attribute:
+                dotted = sem.dotted(func)
+            else:
                 return False  # `model(x).argmax(1)`, `(a == b).sum()`: no dotted name
-            dotted = sem.dotted(func)
         else:
             return False
         if dotted is None:
@@ -380,10 +387,6 @@ def _model_calls_in(sem: Semantics, loop: Loop) -> list[ast.Call]:
         return _is_model_name(sem, memo, func, dotted) if answer is None else answer
 
     return calls_in_body(sem.calls, sem, loop, calls_a_model)
-
-
-# what an attribute chain with a dotted name is made of below its last attribute
-_CHAIN_LINKS = frozenset({ast.Name, ast.Attribute})
 
 
 def _owner_scope(sem: Semantics, node: ast.AST) -> ast.AST:
@@ -670,11 +673,20 @@ def spelt_mode(call: ast.Call) -> str | None:
         return "eval"
     if func.attr != "train":
         return None
-    values = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "mode")]
-    if not values:
-        return "train"
-    if isinstance(values[0], ast.Constant):
-        return "train" if values[0].value else "eval"
+    # the first positional argument, else the `mode=` keyword: read without a generator (asked
+    # of every `.train(...)` call of a file, most of them without arguments)
+    if call.args:
+        value: ast.expr | None = call.args[0]
+    else:
+        value = None
+        for keyword in call.keywords:
+            if keyword.arg == "mode":
+                value = keyword.value
+                break
+        if value is None:
+            return "train"
+    if isinstance(value, ast.Constant):
+        return "train" if value.value else "eval"
     return "managed"
 
 

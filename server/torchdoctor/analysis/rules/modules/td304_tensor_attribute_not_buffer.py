@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from ...context import RuleContext
 from ...dataflow import assigned_plainly, flow_of
 from ...findings import Finding, Fix, Severity, rule
-from ...semantics import Semantics
+from ...semantics import Semantics, end_position, position
 from ...training import function_scope
 from ...tree_walk import walk
 from .module_classes import (
     method_named,
     methods_in,
+    module_classes_of,
     named_elsewhere,
     self_assignments,
     self_attribute_uses,
@@ -232,8 +233,8 @@ _FACTORY_QUALNAMES = frozenset(f"torch.{name}" for name in TENSOR_FACTORIES)
     fixable=True,
 )
 def tensor_attribute_not_buffer(ctx: RuleContext) -> Iterator[Finding]:
-    if ctx.sem.whole.calls_by_qualname.keys().isdisjoint(_FACTORY_QUALNAMES):
-        return  # every tensor expression starts at a call of a torch factory
+    if not _factory_called_in_module_class(ctx.sem):
+        return  # every tensor expression starts at a call of a torch factory in the method
     reported: set[tuple[int, str]] = set()
     moves_itself: dict[int, bool] = {}  # per class: it defines `_apply` or `to`
     for assign, target, method, cls in self_assignments(ctx):
@@ -262,6 +263,26 @@ def tensor_attribute_not_buffer(ctx: RuleContext) -> Iterator[Finding]:
             continue
         reported.add((id(cls), target.attr))
         yield _plain_tensor_finding(ctx, assign, target, self_parameter(method) or "self")
+
+
+def _factory_called_in_module_class(sem: Semantics) -> bool:
+    """Some call of a torch tensor factory lies inside an nn.Module subclass: where every value
+    `_is_tensor_expression` answers for starts (it follows names through the assignments of
+    the method that stores the value, and never into a nested function). Asked before the
+    assignments to `self` are looked at: most files call factories in training code only."""
+    groups = sem.whole.calls_by_qualname
+    # the factories called, found in C by a pass over the file's qualnames (no set of them)
+    factories = _FACTORY_QUALNAMES.intersection(groups)
+    if not factories:
+        return False
+    spans = [(position(cls), end_position(cls)) for cls in module_classes_of(sem)]
+    for qualname in factories:
+        for call in groups[qualname]:
+            where = position(call)
+            for start, end in spans:
+                if start <= where < end:
+                    return True
+    return False
 
 
 def _handled_elsewhere(ctx: RuleContext, cls: ast.ClassDef, attr: str, assign: ast.AST) -> bool:
