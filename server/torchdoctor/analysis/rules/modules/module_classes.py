@@ -4,13 +4,13 @@ where those attributes are used."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ...assigned_calls import assigned_call, single_assignments_to, without_moves
 from ...context import RuleContext
 from ...function_body import own_nodes
-from ...semantics import MODULE_BASES, Function, Semantics
+from ...semantics import MODULE_BASES, Function, Semantics, end_position, position, starting_within
 
 # torch.nn classes that are not modules
 NON_MODULE_NN_CLASSES = frozenset(
@@ -278,56 +278,49 @@ def self_assignments(ctx: RuleContext) -> list[SelfAssignment]:
     cached: list[SelfAssignment] | None = sem.derived.get("modules:self-assignments")
     if cached is not None:
         return cached
+    module_classes = module_classes_of(sem)
+    classes = {id(cls) for cls in module_classes}
     found: list[SelfAssignment] = []
     sem.derived["modules:self-assignments"] = found
-    # each method's own binding statements, which the semantics walk lists per function: no
-    # search of the file's assignments by position and no climb from each to its function
-    # (the statements of a method's body, nested functions and classes left out, are those
-    # whose enclosing function is the method)
-    bindings = sem.whole.bindings_by_scope
-    for cls in module_classes_of(sem):
-        for method in cls.body:
-            kind = type(method)
-            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                _add_self_assignments(found, bindings.get(id(method), ()), method, cls)  # type: ignore[arg-type]  # type() tested above
-    if len(found) > 1:
-        # the walk lists a body breadth first (`self.x = ...` inside an `if` after those
-        # beside it), and a module class may be defined inside another's method
-        found.sort(key=_statement_start)
-    return found
-
-
-def _statement_start(entry: SelfAssignment) -> tuple[int, int]:
-    statement = entry[0]
-    return (statement.lineno, statement.col_offset)
-
-
-def _add_self_assignments(
-    found: list[SelfAssignment], statements: Iterable[ast.AST], method: Function, cls: ast.ClassDef
-) -> None:
-    """The method's `self.<attr> = value` among its binding statements, in their order."""
-    self_name = self_parameter(method)
-    if self_name is None:
-        return
-    # exact type tests (the parser makes no subclasses): most binding statements of a module's
-    # methods assign plain names (in `forward`)
-    for statement in statements:
-        kind = type(statement)
-        if kind is ast.Assign:
-            targets = statement.targets  # type: ignore[attr-defined]  # type() tested above
+    if not classes:
+        return found  # no module class: nothing to walk
+    # one class per test, the exact type matching first (faster than a test against a union):
+    # asked of every assignment in the module classes, most of them to plain names in `forward`
+    for assign in _assigns_inside(sem.assigns, module_classes):
+        if isinstance(assign, ast.Assign):
+            targets = assign.targets
             if len(targets) != 1:
                 continue
             target = targets[0]
-        elif kind is ast.AnnAssign and statement.value is not None:  # type: ignore[attr-defined]  # type() tested above
-            target = statement.target  # type: ignore[attr-defined]  # type() tested above
+        elif isinstance(assign, ast.AnnAssign) and assign.value is not None:
+            target = assign.target
         else:
             continue
-        if (
-            type(target) is ast.Attribute
-            and type(target.value) is ast.Name
-            and target.value.id == self_name
-        ):
-            found.append((statement, target, method, cls))  # type: ignore[arg-type]  # an Assign or AnnAssign: type() tested above
+        if not isinstance(target, ast.Attribute) or not isinstance(target.value, ast.Name):
+            continue
+        method = sem.enclosing_function(assign)
+        if method is None or target.value.id != self_parameter(method):
+            continue
+        cls = sem.parent(method)
+        if isinstance(cls, ast.ClassDef) and id(cls) in classes:
+            found.append((assign, target, method, cls))
+    return found
+
+
+def _assigns_inside(
+    assigns: list[ast.Assign | ast.AnnAssign | ast.AugAssign], classes: list[ast.ClassDef]
+) -> Iterator[ast.Assign | ast.AnnAssign | ast.AugAssign]:
+    """Of `assigns` (in source order), those inside `classes` (in source order), in source
+    order: found by position, class by class, rather than by asking each of the file's."""
+    spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    for cls in classes:
+        start, end = position(cls), end_position(cls)
+        if spans and start < spans[-1][1]:  # a class inside the one before
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    for start, end in spans:
+        yield from starting_within(assigns, start, end)
 
 
 def is_module_constructor(ctx: RuleContext, node: ast.AST, *, stateful: bool) -> bool:
