@@ -709,6 +709,16 @@ class Semantics:
             current = self.parents.get(current)
         return current
 
+    def top_level_statement(self, node: ast.AST) -> ast.stmt | None:
+        """The statement of the module's body that holds `node` (`node` itself when it is
+        one); None for a node outside the module's statements."""
+        current: ast.AST = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, ast.Module):
+                return current if isinstance(current, ast.stmt) else None
+            current = ancestor
+        return None
+
     def in_loop(self, node: ast.AST, loop: Loop) -> bool:
         return loop in self.enclosing_loops(node)
 

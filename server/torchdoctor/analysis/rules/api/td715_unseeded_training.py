@@ -11,7 +11,6 @@ from ...findings import Edit, Finding, Fix, Severity, Span, rule
 from ...semantics import Semantics
 from ...training import training_of
 from ...tree_walk import walk
-from ..data.td505_workers_without_main_guard import top_level_statement
 
 SEEDING_CALLS = frozenset(
     {
@@ -101,7 +100,7 @@ def _top_level_runs_own_code(sem: Semantics) -> bool:
     calls_by_name = sem.calls_by_name
     for definition in reversed(definitions):
         for call in calls_by_name.get(definition.name, ()):
-            statement = top_level_statement(sem, call)
+            statement = sem.top_level_statement(call)
             if statement is not None and type(statement) not in _HOLDING_NO_USE:
                 return True
     defined = {definition.name for definition in definitions}

@@ -42,15 +42,6 @@ from ._shared import (
 )
 
 
-def top_level_statement(sem: Semantics, node: ast.AST) -> ast.stmt | None:
-    current: ast.AST = node
-    for ancestor in sem.ancestors(node):
-        if isinstance(ancestor, ast.Module):
-            return current if isinstance(current, ast.stmt) else None
-        current = ancestor
-    return None
-
-
 @rule(
     "TD505",
     "workers-without-main-guard",
@@ -331,7 +322,7 @@ def _main_guard_fix(ctx: RuleContext, node: ast.AST) -> Fix | None:
     """Put everything from the statement that starts the workers to the end of the file under
     `if __name__ == "__main__":`."""
     sem = ctx.sem
-    statement = top_level_statement(sem, node)
+    statement = sem.top_level_statement(node)
     if statement is None or statement.col_offset != 0:
         return None
     doc = ctx.doc
