@@ -1588,14 +1588,26 @@ def _assignments_in_block(
     sem: Semantics, block: BlockIndex
 ) -> dict[str, list[ast.Assign | ast.AnnAssign]]:
     index: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
+    # exact type tests, and the plain name of most targets (`x = ...`) read in place: a file
+    # whose assignments by name are asked for passes every assignment here
+    Assign, AugAssign, Name = ast.Assign, ast.AugAssign, ast.Name
     for assign in block.assigns:
-        if type(assign) is ast.AugAssign or assign.value is None:
+        kind = type(assign)
+        if kind is Assign:
+            targets = assign.targets  # type: ignore[union-attr]  # type() tested above
+        elif kind is AugAssign or assign.value is None:
             continue
-        targets = assign.targets if type(assign) is ast.Assign else [assign.target]  # type: ignore[union-attr]  # type() tested above
+        else:
+            targets = [assign.target]  # type: ignore[union-attr]  # an AnnAssign: type() tested
         for target in targets:
-            name = dotted_name(target)
-            if name is not None:
-                index.setdefault(name, []).append(assign)  # type: ignore[arg-type]  # type() tested above
+            name = target.id if type(target) is Name else dotted_name(target)
+            if name is None:
+                continue
+            group = index.get(name)
+            if group is None:
+                index[name] = [assign]  # type: ignore[list-item]  # type() tested above
+            else:
+                group.append(assign)  # type: ignore[arg-type]  # type() tested above
     return index
 
 
