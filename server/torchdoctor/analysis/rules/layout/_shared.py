@@ -6,7 +6,7 @@ import ast
 
 from ...context import RuleContext
 from ...dataflow import Definition, flow_of
-from ...semantics import SCOPE_OR_MODULE_TYPES, Loop, ValueKind, in_loop_body
+from ...semantics import SCOPE_OR_MODULE_TYPES, Loop, Semantics, ValueKind, in_loop_body
 from ...training import BRANCH_TYPES, function_scope, in_exclusive_branches, training_of
 from ...tree_walk import walk
 
@@ -213,37 +213,33 @@ TENSOR_CONSTRUCTORS = frozenset(
 )
 
 
-def training_loops(ctx: RuleContext) -> list[Loop]:
-    """The innermost loop around each `backward()`: the loops that run once per step."""
+def training_loops(ctx: RuleContext) -> dict[int, Loop]:
+    """The innermost loop around each `backward()`, by the id of each: the loops that run once
+    per step. Found once per analysis: `step_loop` asks whether a loop is one of them at every
+    step of its climbs."""
     key = "layout:training_loops"
-    found = ctx.sem.derived.get(key)
+    found: dict[int, Loop] | None = ctx.sem.derived.get(key)
     if found is None:
-        seen: dict[int, Loop] = {}
+        found = ctx.sem.derived[key] = {}
         for call in training_of(ctx.sem).backward_calls:
             loops = ctx.sem.enclosing_loops(call)
             if loops:
-                seen.setdefault(id(loops[0]), loops[0])
-        found = ctx.sem.derived[key] = list(seen.values())
+                found.setdefault(id(loops[0]), loops[0])
     return found
 
 
 def step_loop(ctx: RuleContext, node: ast.AST) -> Loop | None:
     """The training loop `node` runs in on every iteration, if any: the innermost training loop
     among `enclosing_loops(node)`, when `runs_every_iteration` there."""
-    # asked for every call in a loop: the set is built once per analysis
-    training = ctx.sem.derived.get("layout:training_loop_ids")
-    if training is None:
-        training = ctx.sem.derived["layout:training_loop_ids"] = {
-            id(loop) for loop in training_loops(ctx)
-        }
+    training = training_loops(ctx)
     if not training:
         return None
     # one climb answers both: up to the first training loop whose body holds the path (the
-    # first of the loops `enclosing_loops` lists that trains), noting a branch on the way (what
-    # `runs_every_iteration` looks for, an inner loop not counted). Most nodes asked about are
-    # in no training loop: this spares the memo of loops filled for every node on their way up.
+    # first of the loops `enclosing_loops` lists that trains), stopping at a branch on the way
+    # (what `runs_every_iteration` looks for, an inner loop not counted): below a branch the
+    # node runs on some iterations only, whichever loop is above. Most nodes asked about are in
+    # no training loop: this spares the memo of loops filled for every node on their way up.
     parents = ctx.sem.parents
-    conditional = False
     child = node
     parent = parents.get(node)
     while parent is not None:
@@ -251,9 +247,9 @@ def step_loop(ctx: RuleContext, node: ast.AST) -> Loop | None:
         if kind in SCOPE_OR_MODULE_TYPES:
             return None  # where `enclosing_loops` stops
         if id(parent) in training and in_loop_body(parent, child):  # type: ignore[arg-type]  # a training loop
-            return None if conditional else parent  # type: ignore[return-value]  # a training loop
+            return parent  # type: ignore[return-value]  # a training loop
         if kind in BRANCH_TYPES:
-            conditional = True
+            return None
         child = parent
         parent = parents.get(parent)
     return None
@@ -507,9 +503,23 @@ def int_constant(node: ast.AST) -> int | None:
 
 def is_device_like(ctx: RuleContext, node: ast.AST) -> bool:
     """`device`, `"cuda"`, `x.device`, `torch.device(...)`, `args.device`."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value.split(":")[0] in ("cuda", "cpu", "mps", "xpu", "meta")
-    if isinstance(node, ast.Call):
+    # exact type tests (the parser makes no subclasses), the usual `x.to(device)` first
+    if type(node) is ast.Name:
+        return names_device_variable(ctx.sem, node)
+    if type(node) is ast.Constant:
+        return isinstance(node.value, str) and node.value.split(":")[0] in DEVICE_TYPES
+    if type(node) is ast.Call:
         return ctx.sem.call_qualname(node) == "torch.device"
-    dotted = ctx.sem.dotted(node)
+    return names_device_variable(ctx.sem, node)
+
+
+DEVICE_TYPES = ("cuda", "cpu", "mps", "xpu", "meta")
+
+
+def names_device_variable(sem: Semantics, node: ast.AST) -> bool:
+    """`device`, `args.device`, `x.device`, `self.device_id`: a name or attribute chain whose
+    last part says it holds a device."""
+    if type(node) is ast.Name:  # no dotted name to build and split: most moves name `device`
+        return "device" in node.id.lower()
+    dotted = sem.dotted(node)
     return dotted is not None and "device" in dotted.rsplit(".", 1)[-1].lower()

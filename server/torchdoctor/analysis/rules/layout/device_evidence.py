@@ -15,6 +15,7 @@ from ...context import RuleContext
 from ...file_facts import file_fact
 from ...semantics import Loop, Semantics, ValueKind, end_position, position, starting_within
 from ...training import runs_every_iteration
+from ._shared import names_device_variable
 
 ACCELERATOR_DEVICE_TYPES = ("cuda", "mps", "xpu", "xla", "hpu", "npu")
 # packages whose import means the script runs on an accelerator they place tensors on
@@ -45,8 +46,9 @@ def _scan_for_accelerator(sem: Semantics) -> bool:
     if sem.method_calls("cuda"):
         return True
     for call in sem.method_calls("to"):
-        if any(_names_accelerator(sem, argument) for argument in call.args):
-            return True
+        for argument in call.args:
+            if _names_accelerator(sem, argument):
+                return True
     for call in sem.calls:
         qualname = sem.call_qualname(call)
         if qualname is not None and qualname.startswith(ACCELERATOR_NAMESPACES):
@@ -62,10 +64,9 @@ def _scan_for_accelerator(sem: Semantics) -> bool:
 
 def _names_accelerator(sem: Semantics, node: ast.AST) -> bool:
     """`"cuda:0"`, `device`, `args.device`, `x.device`: not the constant `"cpu"`."""
-    if isinstance(node, ast.Constant):
+    if type(node) is ast.Constant:  # exact type test: the parser makes no subclasses
         return _is_accelerator_string(node.value)
-    dotted = sem.dotted(node)
-    return dotted is not None and "device" in dotted.rsplit(".", 1)[-1].lower()
+    return names_device_variable(sem, node)
 
 
 def _is_accelerator_string(value: object) -> bool:
@@ -90,8 +91,12 @@ def _copies_blocking_every_iteration(sem: Semantics, loop: Loop) -> bool:
     position among the file's (`starting_within`): one that starts in the loop's body and
     reaches the loop climbing through no branch, inner loop or function is in that body."""
     start, end = position(loop.body[0]), end_position(loop.body[-1])
+    calls_by_attr = sem.calls_by_attr
     for attr in ("to", "cuda", "copy_"):
-        for call in starting_within(sem.method_calls(attr), start, end):
+        moves = calls_by_attr.get(attr)
+        if not moves:
+            continue  # no search for a method most files never call (`.cuda()`, `.copy_()`)
+        for call in starting_within(moves, start, end):
             if _is_blocking_copy(sem, attr, call) and runs_every_iteration(
                 sem, call, loop, inner_loops_conditional=True
             ):

@@ -41,9 +41,15 @@ def host_sync_in_loop(ctx: RuleContext) -> Iterator[Finding]:
             receiver = func.value
             if attr == "cpu" and sem.kind_of(receiver) is not None:
                 continue  # `model.cpu()`
-            if _inside_sync_chain(ctx, call):
+            # an exact type test: the parser makes no subclasses, and a union's isinstance
+            # costs more
+            if type(receiver) in _LITERAL_RECEIVERS:
+                continue  # a literal or a string: not a device tensor
+            # the step loop before the chain: most syncs of a file are in no training step
+            loop = step_loop(ctx, call)
+            if loop is None or _inside_sync_chain(ctx, call):
                 continue  # `x.cpu().numpy()`: reported once, at the outer call
-            if _sync_receiver(receiver) is None or not _unsynced_step_loop(ctx, call):
+            if syncs_on_every_step(sem, loop):
                 continue
             if not _checked_right_away(ctx, call):
                 text = ctx.doc.source_of(call)
@@ -65,13 +71,6 @@ def host_sync_in_loop(ctx: RuleContext) -> Iterator[Finding]:
             "waits for the GPU; print every N steps, or accumulate with `.detach()`"
         )
         yield ctx.finding("TD205", call, message)
-
-
-def _unsynced_step_loop(ctx: RuleContext, call: ast.Call) -> bool:
-    """`call` runs on every step of a training loop that does not already wait for the GPU
-    each iteration (a blocking copy of the batch to the device)."""
-    loop = step_loop(ctx, call)
-    return loop is not None and not syncs_on_every_step(ctx.sem, loop)
 
 
 def _checked_right_away(ctx: RuleContext, call: ast.Call) -> bool:
@@ -110,15 +109,8 @@ def _inside_sync_chain(ctx: RuleContext, call: ast.Call) -> bool:
     return False
 
 
-def _sync_receiver(receiver: ast.AST) -> ast.AST | None:
-    """Receivers that may be a device tensor (not a literal or a string)."""
-    # an exact type test: the parser makes no subclasses, and a union's isinstance costs more
-    if type(receiver) in _LITERAL_TYPES:
-        return None
-    return receiver
-
-
-_LITERAL_TYPES = frozenset({ast.Constant, ast.JoinedStr, ast.List, ast.Dict})
+# receivers that cannot be a device tensor
+_LITERAL_RECEIVERS = frozenset({ast.Constant, ast.JoinedStr, ast.List, ast.Dict})
 
 
 def _detach_fix(ctx: RuleContext, call: ast.Call, attr: str) -> Fix | None:
