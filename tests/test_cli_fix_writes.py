@@ -225,9 +225,11 @@ def test_a_real_full_disk_leaves_the_original_intact(tmp_path: Path) -> None:
 # ---- interruption ----------------------------------------------------------------------------
 
 FILES = 300
-# a realistic bulk per file, so that analysing the folder takes a while on two workers
+# a realistic bulk per file, so that analysing the folder takes a while on two workers: about
+# a second from the first file written to the last on two cores, time enough for the test to
+# stop the parent in between even when other tests load the machine
 BODY = BUGGY + "".join(
-    f"\n\ndef helper_{n}(x, scale={n}):\n    y = x * scale\n    return y.sum()\n" for n in range(60)
+    f"\n\ndef helper_{n}(x, scale={n}):\n    y = x * scale\n    return y.sum()\n" for n in range(150)
 )
 
 
