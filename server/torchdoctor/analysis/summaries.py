@@ -420,27 +420,43 @@ def local_calls_of(sem: Semantics) -> list[tuple[ast.Call, Function]]:
         return found
     found = sem.derived["summaries:local-calls"] = []
     # plain loops, no generator per name: most of a file's functions are never called by
-    # name in it, and a generator's frame cost more than the look-up that finds no call
+    # name in it, and a generator's frame cost more than the look-up that finds no call.
+    # Each name's calls are in source order, and so is the list while each name's first call
+    # starts no earlier than the call before it: then it needs no sort (most files call few
+    # local functions, each from few places, one after another)
+    in_order = True
     calls_by_name = sem.calls_by_name
     for name, candidates in sem.plain_functions_by_name.items():
         if len(candidates) == 1:
             calls = calls_by_name.get(name)
             if calls:
+                start = len(found)
                 function = candidates[0]
                 for call in calls:
                     found.append((call, function))
+                in_order = in_order and _follows(found, start)
     calls_by_attr = sem.calls_by_attr
     for name, candidates in sem.methods_by_name.items():
         if len(candidates) == 1:
             calls = calls_by_attr.get(name)
             if calls:
+                start = len(found)
                 function = candidates[0]
                 for call in calls:
                     if type(call.func.value) is ast.Name:  # type: ignore[attr-defined]  # calls by attribute call an ast.Attribute
                         found.append((call, function))
-    if len(found) > 1:
+                in_order = in_order and _follows(found, start)
+    if not in_order:
         found.sort(key=lambda pair: position(pair[0]))
     return found
+
+
+def _follows(found: list[tuple[ast.Call, Function]], start: int) -> bool:
+    """The calls from `start` on (one name's, in source order) start where the one before them
+    does or later (or there is none before them, or none from `start` on)."""
+    if start == 0 or start == len(found):
+        return True
+    return position(found[start - 1][0]) <= position(found[start][0])
 
 
 def _own_summaries(sem: Semantics) -> dict[int, FunctionSummary]:

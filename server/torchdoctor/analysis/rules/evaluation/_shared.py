@@ -343,9 +343,8 @@ def _find_candidates(sem: Semantics, found: list[EvaluationLoop]) -> None:
     for loop in sem.loops:
         if training.backward_or_step_in(loop) or not _looks_like_evaluation_loop(sem, loop):
             continue
-        model_calls = _model_calls_in(sem, loop)
+        model_calls = _model_calls_in(sem, loop)  # in source order, as `sem.calls` are
         if model_calls:
-            model_calls.sort(key=position)
             found.append(EvaluationLoop(loop, model_calls))
 
 
