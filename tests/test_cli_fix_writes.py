@@ -229,7 +229,8 @@ FILES = 300
 # a second from the first file written to the last on two cores, time enough for the test to
 # stop the parent in between even when other tests load the machine
 BODY = BUGGY + "".join(
-    f"\n\ndef helper_{n}(x, scale={n}):\n    y = x * scale\n    return y.sum()\n" for n in range(150)
+    f"\n\ndef helper_{n}(x, scale={n}):\n    y = x * scale\n    return y.sum()\n"
+    for n in range(150)
 )
 
 
