@@ -1118,10 +1118,11 @@ def _bindings_by_scope(
 
 def build_semantics(tree: ast.Module) -> Semantics:
     """The semantics of a file analysed once, as a whole (not version after version): what
-    `merge_blocks` makes of its one block with `one_shot`, without the merging. The block's
-    parent links, lists and groups serve as the file's, uncopied: no later version patches
-    them, no other semantics shares the block, and nothing writes to them (its top-level
-    statements gain the module as their parent, as a merge gives them)."""
+    `merge_blocks` makes of the file's one block, without the merging. The block's parent
+    links, lists and groups serve as the file's, uncopied: no later version patches them, no
+    other semantics shares the block, and nothing writes to them (its top-level statements
+    gain the module as their parent, as a merge gives them); the rules read the groups' dicts
+    themselves, a look-up in C where `Gathered.get` is a call in Python."""
     block = index_block(tree.body)
     sem = Semantics(tree, _blocks=[block], one_shot=True)
     parents = sem.parents = block.parents
@@ -1150,17 +1151,14 @@ def merge_blocks(
     tree: ast.Module,
     blocks: list[BlockIndex],
     previous: Semantics | None = None,
-    *,
-    one_shot: bool = False,
 ) -> Semantics:
     """The semantics of a module whose body is the blocks' statements, in order. With the
     semantics of the previous version of the file, its parent links are taken over and
     changed where blocks came and went (40,000 links on 3,000 lines: building them again costs
     more than the rest of an edit), which leaves the previous version's links wrong; so are
-    the file-wide facts that the blocks an edit changed leave as they were. With `one_shot`
-    (a file analysed once), the blocks' facts are kept without what an edit would check them
-    against."""
-    sem = Semantics(tree, _blocks=blocks, one_shot=one_shot)
+    the file-wide facts that the blocks an edit changed leave as they were. A file analysed
+    once is built by `build_semantics`."""
+    sem = Semantics(tree, _blocks=blocks)
     change: BlockChange | None = None
     if previous is not None:
         change = BlockChange.between(previous._blocks, blocks)
@@ -1262,23 +1260,11 @@ def merge_blocks(
         _record_value_kinds(sem, blocks)
     if previous is not None:
         sem._kinds_before = previous.kinds
-    if one_shot:
-        # no later version patches these groups: the rules read the dicts themselves (a
-        # look-up in C, where Gathered's `get` is a call in Python, asked thousands of times)
-        sem.calls_by_attr = _as_dict(sem.calls_by_attr)
-        sem.calls_by_name = _as_dict(sem.calls_by_name)
-        sem.calls_by_qualname = _as_dict(sem.calls_by_qualname)
-        sem.methods_by_name = _as_dict(sem.methods_by_name)
-        sem.plain_functions_by_name = _as_dict(sem.plain_functions_by_name)
     return sem
 
 
 # the name under which each version keeps its answers to `Semantics.mentions`
 _MENTIONS = "semantics:mentions"
-
-
-def _as_dict(groups: Mapping[K, list[N]]) -> Mapping[K, list[N]]:
-    return groups._every if isinstance(groups, Gathered) else groups
 
 
 # A block's parts of the file's groups (see Semantics.gathered).

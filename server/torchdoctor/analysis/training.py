@@ -7,9 +7,10 @@ import ast
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import chain
 from operator import attrgetter
-from typing import Any, Generic, TypeVar, overload
+from typing import TypeVar
 
 from .semantics import (
     FUNCTION_NODES,
@@ -50,32 +51,6 @@ _Node = TypeVar("_Node", bound=ast.AST)
 _start: Callable[[ast.AST], tuple[int, int]] = attrgetter("lineno", "col_offset")
 # the line a located node starts on: a bisection key compared in C without a tuple
 _line: Callable[[ast.AST], int] = attrgetter("lineno")
-_Value = TypeVar("_Value")
-
-
-class _computed_once(Generic[_Value]):
-    """`functools.cached_property` without its lock: before Python 3.12 that lock is taken on
-    every first read, and a training structure reads each of its facts once per analysis (0.4 us
-    a fact, a sixth of the structure's time on a file with four training loops). The facts are
-    pure: two threads that computed one at once would each find the same value."""
-
-    def __init__(self, compute: Callable[[Any], _Value]) -> None:
-        self.compute = compute
-        self.name = compute.__name__
-        self.__doc__ = compute.__doc__
-
-    @overload
-    def __get__(self, instance: None, owner: type | None = None) -> _computed_once[_Value]: ...
-
-    @overload
-    def __get__(self, instance: object, owner: type | None = None) -> _Value: ...
-
-    def __get__(self, instance: object, owner: type | None = None) -> Any:
-        if instance is None:
-            return self
-        # kept in the instance's dict, which later reads find before this descriptor
-        value = instance.__dict__[self.name] = self.compute(instance)
-        return value
 
 
 @dataclass
@@ -101,23 +76,23 @@ class TrainingLoop:
 class TrainingStructure:
     sem: Semantics
 
-    @_computed_once
+    @cached_property
     def backward_calls(self) -> list[ast.Call]:
         sem = self.sem
         calls = [c for c in sem.method_calls("backward") if is_backward_call(sem, c)]
         # a group of calls by callee is in source order already: a sort only after adding
         # `torch.autograd.backward(...)`, which most files never call
-        through_autograd = list(sem.calls_to("torch.autograd.backward"))
+        through_autograd = sem.calls_to("torch.autograd.backward")
         if through_autograd:
             calls.extend(through_autograd)
             calls.sort(key=position)
         return calls
 
-    @_computed_once
+    @cached_property
     def step_calls(self) -> list[ast.Call]:
         return [c for c in self.sem.method_calls("step") if is_optimizer_step(self.sem, c)]
 
-    @_computed_once
+    @cached_property
     def zeroing_nodes(self) -> list[ast.AST]:
         # found block by block and kept on each block (see Semantics.per_block); the whole
         # file's are grouped across versions (Semantics.gathered)
@@ -133,7 +108,7 @@ class TrainingStructure:
             for node in found
         ]
 
-    @_computed_once
+    @cached_property
     def zeroing_functions(self) -> set[str]:
         """Local functions (by name) that zero gradients, directly or through another one:
         calling one (`reset_grads(model)`) counts as zeroing. A fact of the whole file."""
@@ -166,7 +141,7 @@ class TrainingStructure:
             found.sort(key=call_order)
         return found
 
-    @_computed_once
+    @cached_property
     def zeroing_helper_calls(self) -> list[ast.Call]:
         """Calls of the local functions that zero gradients, in source order."""
         names = self.zeroing_functions
@@ -213,23 +188,23 @@ class TrainingStructure:
 
     # Each list of nodes grouped by every loop it runs in, kept on the structure: rules ask
     # about loop after loop, each a lookup.
-    @_computed_once
+    @cached_property
     def _backward_by_loop(self) -> dict[int, list[ast.Call]]:
         return _by_loop(self.sem, self.backward_calls)
 
-    @_computed_once
+    @cached_property
     def _steps_by_loop(self) -> dict[int, list[ast.Call]]:
         return _by_loop(self.sem, self.step_calls)
 
-    @_computed_once
+    @cached_property
     def _zeroing_by_loop(self) -> dict[int, list[ast.AST]]:
         return _by_loop(self.sem, self.zeroing_nodes)
 
-    @_computed_once
+    @cached_property
     def _zeroing_helper_calls_by_loop(self) -> dict[int, list[ast.Call]]:
         return _by_loop(self.sem, self.zeroing_helper_calls)
 
-    @_computed_once
+    @cached_property
     def training_loops(self) -> list[TrainingLoop]:
         """For each optimizer step, the innermost loop around it that also reaches backward(),
         with the gradient zeroing in it."""
@@ -243,7 +218,7 @@ class TrainingStructure:
         loops = self._loops_that_train
         return loops[0][0] if loops else None
 
-    @_computed_once
+    @cached_property
     def _loops_that_train(self) -> list[tuple[Loop, list[ast.Call], list[ast.Call]]]:
         """Each training loop with its backward() calls and optimizer steps, in source order."""
         sem = self.sem

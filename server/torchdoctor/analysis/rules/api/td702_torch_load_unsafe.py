@@ -27,9 +27,6 @@ HUB_LOAD_STATE_DICT = ("torch.hub.load_state_dict_from_url",)
     fixable=True,
 )
 def torch_load_unsafe(ctx: RuleContext) -> Iterator[Finding]:
-    called = ctx.sem.calls_by_qualname.keys()
-    if called.isdisjoint(TORCH_LOAD) and called.isdisjoint(HUB_LOAD_STATE_DICT):
-        return  # two set operations in C: most files load nothing
     version = ctx.torch_version
     for call in ctx.sem.calls_to(*TORCH_LOAD):
         # pickle_module is torch.load's third positional parameter; weights_only=True refuses it

@@ -58,8 +58,6 @@ FRESH_TENSOR_FACTORIES = frozenset(
     enabled_by_default=False,
 )
 def variable_wrapper(ctx: RuleContext) -> Iterator[Finding]:
-    if ctx.sem.calls_by_qualname.keys().isdisjoint(VARIABLE):
-        return  # one set operation in C: most files wrap nothing in a Variable
     for call in ctx.sem.calls_to(*VARIABLE):
         if len(call.args) != 1 or has_star(call):
             yield ctx.finding("TD704", call.func, _variable_message(call), None)

@@ -22,8 +22,7 @@ from .symbols import COMPILE_KEYWORD_FIXES, COMPILE_KEYWORDS, COMPILE_MODES
     fixable=True,
 )
 def compile_bad_kwarg(ctx: RuleContext) -> Iterator[Finding]:
-    # the group read directly, not through `calls_to`'s generator: most files compile nothing
-    for call in ctx.sem.calls_by_qualname.get("torch.compile", ()):
+    for call in ctx.sem.calls_to("torch.compile"):
         passed = {keyword.arg for keyword in call.keywords if keyword.arg is not None}
         for keyword in call.keywords:
             if keyword.arg is None or keyword.arg in COMPILE_KEYWORDS:

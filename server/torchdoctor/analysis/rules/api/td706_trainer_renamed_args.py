@@ -23,8 +23,6 @@ _CLASSES_IN_ORDER = tuple(sorted(TRAINING_ARGUMENT_CLASSES))
     fixable=True,
 )
 def trainer_renamed_args(ctx: RuleContext) -> Iterator[Finding]:
-    if ctx.sem.calls_by_qualname.keys().isdisjoint(_CLASSES_IN_ORDER):
-        return  # one set operation in C: most files build no training arguments
     for call in ctx.sem.calls_to(*_CLASSES_IN_ORDER):
         passed = {keyword.arg for keyword in call.keywords}
         name = (ctx.sem.call_qualname(call) or "TrainingArguments").rsplit(".", 1)[-1]

@@ -22,8 +22,8 @@ CHECKPOINT = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.check
     fixable=True,
 )
 def checkpoint_use_reentrant(ctx: RuleContext) -> Iterator[Finding]:
-    if ctx.torch_version < (2, 1) or ctx.sem.calls_by_qualname.keys().isdisjoint(CHECKPOINT):
-        return  # one set operation in C: most files checkpoint nothing
+    if ctx.torch_version < (2, 1):
+        return
     for call in ctx.sem.calls_to(*CHECKPOINT):
         if keyword_named(call, "use_reentrant") is not None or has_double_star(call):
             continue

@@ -26,8 +26,7 @@ from .references import spell
 )
 def numerically_unstable(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    # the groups read directly, not through `calls_to`'s generator: most files call neither
-    for call in sem.calls_by_qualname.get("torch.log", ()):
+    for call in sem.calls_to("torch.log"):
         if len(call.args) != 1 or call.keywords:
             continue
         argument = call.args[0]
@@ -35,7 +34,7 @@ def numerically_unstable(ctx: RuleContext) -> Iterator[Finding]:
             yield from _log_one_plus(ctx, call, argument)
         elif isinstance(argument, ast.Call):
             yield from _log_sum_exp(ctx, call, argument)
-    for call in sem.calls_by_qualname.get("torch.exp", ()):
+    for call in sem.calls_to("torch.exp"):
         parent = sem.parent(call)
         if (
             isinstance(parent, ast.BinOp)

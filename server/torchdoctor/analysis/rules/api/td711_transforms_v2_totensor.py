@@ -35,10 +35,8 @@ def transforms_v2_to_tensor(ctx: RuleContext) -> Iterator[Finding]:
         "`v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])`, which gives the "
         "same values"
     )
-    # one set operation in C first: most files build no `v2.ToTensor`
-    if not sem.calls_by_qualname.keys().isdisjoint(V2_TO_TENSOR):
-        for call in sem.calls_to(*V2_TO_TENSOR):
-            yield from unless_compat(ctx, "TD711", call.func, message, _to_tensor_fix(ctx, call))
+    for call in sem.calls_to(*V2_TO_TENSOR):
+        yield from unless_compat(ctx, "TD711", call.func, message, _to_tensor_fix(ctx, call))
     for reference in attribute_references(sem):
         if reference.qualname in V2_TO_TENSOR:
             yield from unless_compat(ctx, "TD711", reference.node, message)

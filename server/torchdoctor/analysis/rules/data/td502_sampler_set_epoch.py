@@ -48,7 +48,7 @@ def _is_eval_loader(sem: Semantics, call: ast.Call, args: Arguments) -> bool:
 )
 def sampler_set_epoch(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    samplers = list(sem.calls_to(*DISTRIBUTED_SAMPLERS))
+    samplers = sem.calls_to(*DISTRIBUTED_SAMPLERS)
     if not samplers or sem.method_calls("set_epoch"):
         return
     for sampler in samplers:

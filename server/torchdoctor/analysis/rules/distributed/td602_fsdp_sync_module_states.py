@@ -25,8 +25,6 @@ from ._shared import mentions_rank
 )
 def fsdp_sync_module_states(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    if sem.calls_by_qualname.keys().isdisjoint(FSDP_CLASSES):
-        return  # one set operation in C: most files wrap no model in FSDP
     for call in sem.calls_to(*FSDP_CLASSES):
         keywords = {k.arg for k in call.keywords}
         if "sync_module_states" in keywords or None in keywords:

@@ -68,9 +68,7 @@ def is_distributed_script(sem: Semantics) -> bool:
 )
 def save_on_every_rank(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    if sem.calls_by_qualname.keys().isdisjoint(SAVE_FUNCTIONS):
-        return  # one set operation in C: most files save nothing
-    saves = list(sem.calls_to(*SAVE_FUNCTIONS))
+    saves = sem.calls_to(*SAVE_FUNCTIONS)
     if not saves or not is_distributed_script(sem):
         return
     guards = _RankGuards(sem)

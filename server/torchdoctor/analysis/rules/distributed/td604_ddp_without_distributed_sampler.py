@@ -30,10 +30,7 @@ from ._shared import mentions_rank
 )
 def ddp_without_distributed_sampler(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
-    called = sem.calls_by_qualname.keys()
-    if called.isdisjoint(DDP_CLASSES) and called.isdisjoint(FSDP_CLASSES):
-        return  # two set operations in C: most files wrap no model for data parallelism
-    wrappers = list(sem.calls_to(*DDP_CLASSES, *FSDP_CLASSES))
+    wrappers = sem.calls_to(*DDP_CLASSES, *FSDP_CLASSES)
     if not wrappers or _shards_data(sem):
         return
     wrapper = "DistributedDataParallel" if any(sem.calls_to(*DDP_CLASSES)) else "FSDP"

@@ -358,7 +358,7 @@ def _model_calls_in(sem: Semantics, loop: Loop) -> list[ast.Call]:
     memo = _model_names(sem)
 
     def calls_a_model(call: ast.Call) -> bool:
-        # `model_of`, `Semantics.dotted` and `is_model_value`, inlined, the memo asked first:
+        # `model_of` and `Semantics.dotted`, inlined, then `is_model_value` memoised by name:
         # asked of every call in the loops that look like evaluation, most of them methods of
         # a tensor or of a call's result (`x.to(device)`, `model(x).argmax(1)`)
         func = call.func
@@ -380,10 +380,7 @@ def _model_calls_in(sem: Semantics, loop: Loop) -> list[ast.Call]:
                 return False  # `model(x).argmax(1)`, `(a == b).sum()`: no dotted name
         else:
             return False
-        if dotted is None:
-            return False
-        answer = memo.get(dotted)
-        return _is_model_name(sem, memo, func, dotted) if answer is None else answer
+        return dotted is not None and _is_model_name(sem, memo, func, dotted)
 
     return calls_in_body(sem.calls, sem, loop, calls_a_model)
 

@@ -181,25 +181,13 @@ def _makes_float64_tensors(ctx: RuleContext) -> bool:
     """The file calls `.double()` or makes a tensor from an array: every source this rule
     reports is one of those calls, so a file without them needs no look at its model calls."""
     whole = ctx.sem.whole
-    if whole.calls_by_attr.get("double"):
-        return True
-    # one set operation in C first: most files make no tensor from an array
-    by_qualname = whole.calls_by_qualname
-    return not by_qualname.keys().isdisjoint(TENSOR_FROM_NUMPY) and any(
-        by_qualname.get(qualname) for qualname in TENSOR_FROM_NUMPY
-    )
+    return bool(whole.calls_by_attr.get("double") or whole.calls_to(*TENSOR_FROM_NUMPY))
 
 
 @file_fact("sets-default-dtype")
 def _sets_default_dtype(ctx: RuleContext) -> bool:
-    # one set operation in C first: most files set no default dtype
-    by_qualname = ctx.sem.whole.calls_by_qualname
-    return not by_qualname.keys().isdisjoint(_DEFAULT_DTYPE_SETTERS) and any(
-        by_qualname.get(qualname) for qualname in _DEFAULT_DTYPE_SETTERS
-    )
-
-
-_DEFAULT_DTYPE_SETTERS = ("torch.set_default_dtype", "torch.set_default_tensor_type")
+    defaults = ctx.sem.whole.calls_to("torch.set_default_dtype", "torch.set_default_tensor_type")
+    return bool(defaults)
 
 
 @file_fact("float64-model")

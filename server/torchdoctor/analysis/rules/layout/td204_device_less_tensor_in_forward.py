@@ -91,10 +91,7 @@ def device_less_tensor_in_forward(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     if "forward" not in sem.methods_by_name:
         return  # every finding is in a module class's `forward` method
-    # the groups read directly, not through `calls_to`'s generator: most factories are called
-    # nowhere
-    by_qualname = sem.calls_by_qualname
-    for call in (call for qualname in CPU_FACTORIES for call in by_qualname.get(qualname, ())):
+    for call in sem.calls_to(*CPU_FACTORIES):
         function = _forward_around(sem, call)
         if function is None:
             continue

@@ -21,8 +21,7 @@ from ._shared import is_tensor_expr
     fixable=True,
 )
 def tensor_from_tensor(ctx: RuleContext) -> Iterator[Finding]:
-    # the group read directly, not through `calls_to`'s generator
-    for call in ctx.sem.calls_by_qualname.get("torch.tensor", ()):
+    for call in ctx.sem.calls_to("torch.tensor"):
         if len(call.args) != 1:
             continue
         data = call.args[0]
