@@ -853,6 +853,8 @@ class BlockIndex:
     identifiers: frozenset[str]
     # the attribute names among them (`x.name`)
     attribute_names: frozenset[str]
+    # its attributes (`x.name`), in the walk's order
+    attributes: list[ast.Attribute]
     # its functions by name: methods (defined in a class body), and the others
     methods_by_name: dict[str, list[Function]]
     plain_functions_by_name: dict[str, list[Function]]
@@ -945,6 +947,8 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
     push = nodes.append
     mention = identifiers.add
     mention_attribute = attributes.add
+    attribute_nodes: list[ast.Attribute] = []
+    record_attribute = attribute_nodes.append
     # What the loop reads at every node, as locals (a local is read in one step, where
     # `ast.Name` is a global and an attribute, `getattr` a builtin): the node types it tests,
     # the fields table and the indexed types, getattr and list. A tenth less time for the
@@ -975,6 +979,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
         if kind is Attribute:
             # a ninth of all nodes, with one child: read without the loop over fields
             mention_attribute(node.attr)  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
+            record_attribute(node)  # type: ignore[arg-type]  # type() tested above
             value = node.value  # type: ignore[attr-defined]  # type() tested above: faster than isinstance here
             parents[value] = node
             if type(value) is Name:
@@ -1051,12 +1056,12 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
                 elif child is not Constant:
                     push(value)
     # the walk is breadth first: what it collected is put in source order
-    calls.sort(key=_start)
-    loops.sort(key=_start)
-    functions.sort(key=_start)
-    classes.sort(key=_start)
-    assigns.sort(key=_start)
-    imports.sort(key=_start)
+    _sort_by_start(calls)
+    _sort_by_start(loops)
+    _sort_by_start(functions)
+    _sort_by_start(classes)
+    _sort_by_start(assigns)
+    _sort_by_start(imports)
     calls_by_attr: dict[str, list[ast.Call]] = {}
     calls_by_name: dict[str, list[ast.Call]] = {}
     for call in calls:
@@ -1094,6 +1099,7 @@ def index_block(statements: tuple[ast.stmt, ...] | list[ast.stmt]) -> BlockIndex
         imports,
         frozenset(identifiers),
         frozenset(attributes),
+        attribute_nodes,
         methods_by_name,
         plain_functions_by_name,
     )
@@ -1458,6 +1464,19 @@ _INDEXED = frozenset(
 
 # where a located node starts: the key of the walk's sorts, read in C
 _start: Callable[[ast.AST], tuple[int, int]] = operator.attrgetter("lineno", "col_offset")
+
+
+_line: Callable[[ast.AST], int] = operator.attrgetter("lineno")
+_column: Callable[[ast.AST], int] = operator.attrgetter("col_offset")
+
+
+def _sort_by_start(nodes: list[N]) -> None:
+    """Sort located nodes in place by where they start, as `nodes.sort(key=_start)` does: two
+    stable sorts, by column and then by line, leave the same order (a tie on both keeps the
+    walk's order), in a quarter less time, since CPython compares a list of small ints without
+    calling their comparison, where tuples are compared item by item."""
+    nodes.sort(key=_column)
+    nodes.sort(key=_line)
 
 
 def call_order(call: ast.Call) -> tuple[int, int, int, int]:

@@ -105,6 +105,9 @@ def _block_references(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.A
         # one set operation spares most blocks the look at every argument: a reference is an
         # attribute, spelt with one of those names or through a private module's part
         return {}
+    if not _may_refer(block):
+        # the names stand only where no reference can: `self.norm = ...`, `self.norm(x)`
+        return {}
     candidates: list[ast.AST] = []
     for function in block.functions:
         candidates.extend(function.decorator_list)
@@ -141,6 +144,60 @@ def _block_references(sem: Semantics, block: BlockIndex) -> dict[str, list[ast.A
     for nodes in references.values():
         nodes.sort(key=position)  # source order, as the group is merged
     return references
+
+
+def _may_refer(block: BlockIndex) -> bool:
+    """Some attribute the look below keeps stands where it looks: one spelt with a referenced
+    name, or one with a `_` name in its chain, as a decorator, a base class, a call's argument
+    (or an item of a list or tuple that is one), a keyword argument's value or an assigned
+    value. Found from the block's attributes and their parents: a file spells `norm` as a
+    layer's name far more often than as a reference, and the look at every argument of every
+    call costs ten times as much."""
+    names = block.attribute_names
+    referenced = names & _REFERENCED_NAMES
+    underscored = [name for name in names if name[0] == "_"]
+    if not referenced and not underscored:
+        return False
+    looked_for = referenced.union(underscored)
+    parents = block.parents
+    for node in block.attributes:
+        attr = node.attr
+        if attr not in looked_for:
+            continue  # most attributes: one look-up
+        if attr in referenced:
+            if _where_a_reference_stands(node, parents):
+                return True
+            continue
+        # each attribute above it has it in its chain (`_in_private_module`)
+        outer = parents.get(node)
+        while type(outer) is ast.Attribute:
+            if _where_a_reference_stands(outer, parents):
+                return True
+            outer = parents.get(outer)
+    return False
+
+
+def _where_a_reference_stands(node: ast.Attribute, parents: dict[ast.AST, ast.AST]) -> bool:
+    """`node` is one of the expressions `_block_references` looks at."""
+    parent = parents.get(node)
+    kind = type(parent)
+    if kind is ast.Call:
+        return parent.func is not node  # type: ignore[union-attr]  # type() tested above
+    if kind is ast.List or kind is ast.Tuple:
+        call = parents.get(parent)  # type: ignore[arg-type]  # type() tested above
+        return type(call) is ast.Call and call.func is not parent
+    if kind is ast.keyword:
+        return type(parents.get(parent)) is ast.Call  # type: ignore[arg-type]  # type() tested above
+    if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+        return any(decorator is node for decorator in parent.decorator_list)  # type: ignore[union-attr]  # type() tested above
+    if kind is ast.ClassDef:
+        return any(
+            each is node
+            for each in (*parent.decorator_list, *parent.bases)  # type: ignore[union-attr]  # type() tested above
+        )
+    if kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
+        return parent.value is node  # type: ignore[union-attr]  # type() tested above
+    return False
 
 
 def _in_private_module(node: ast.Attribute) -> bool:
