@@ -356,6 +356,7 @@ def _model_calls_in(sem: Semantics, loop: Loop) -> list[ast.Call]:
     `calls_in` takes from `sem.calls`; the loops asked here are not training loops, whose
     calls other rules want, so nothing else needs the full list."""
     memo = _model_names(sem)
+    kinds = sem.kinds
 
     def calls_a_model(call: ast.Call) -> bool:
         # `model_of` and `Semantics.dotted`, inlined, then `is_model_value` memoised by name:
@@ -374,6 +375,11 @@ def _model_calls_in(sem: Semantics, loop: Loop) -> list[ast.Call]:
                 # `x.to(device)`, `y.numel()`: the name `Semantics.dotted` spells, without its
                 # memo of the node (most of these nodes are asked about here only)
                 dotted = f"{receiver.id}.{func.attr}"  # type: ignore[attr-defined]  # type() tested above
+                if receiver.id != "self" and kinds.get(dotted) is not ValueKind.MODEL:
+                    # what `_names_model` answers for `name.attr` (not `self.attr`) needs this
+                    # kind: asked first, a look-up, where the memo of names is two, and most
+                    # such calls are a tensor's methods
+                    return False
             elif type(receiver) is ast.Attribute:
                 dotted = sem.dotted(func)
             else:

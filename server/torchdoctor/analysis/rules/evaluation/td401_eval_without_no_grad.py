@@ -146,6 +146,12 @@ def eval_without_no_grad(ctx: RuleContext) -> Iterator[Finding]:
     # then whether the loop is one needs no facts of the file
     for candidate in evaluation_candidates(ctx):
         loop = candidate.loop
+        # the loop's own grad mode first: its model calls are in its body (not in a function,
+        # class or lambda defined there), so the climb from each passes the loop and answers
+        # as the loop's does when nothing between them does; most evaluation loops run under a
+        # no_grad of their function or of a `with` around them
+        if grad_mode_at(sem, loop) is not None:
+            continue
         calls = [c for c in candidate.model_calls if grad_mode_at(sem, c) is None]
         if not calls:
             continue
