@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
+from ...lines import LineIndex
 from ...semantics import Semantics
 from ...training import training_of
 from ...tree_walk import walk
@@ -59,8 +60,7 @@ def unseeded_training(ctx: RuleContext) -> Iterator[Finding]:
         return
     if sem.enclosing_function(loop) is not None and not _top_level_runs_own_code(sem):
         return  # a library of training code: seeding is the job of the program that runs it
-    header_end = loop.test if isinstance(loop, ast.While) else loop.iter
-    span = ctx.doc.span_between(loop, header_end)
+    span = _header_span(ctx.doc.index, loop)
     message = (
         "this file trains a model but never seeds torch (`torch.manual_seed`): weight "
         "initialisation, dropout and shuffling differ on every run, so results cannot be "
@@ -81,29 +81,44 @@ def _first_training_loop(sem: Semantics) -> ast.For | ast.AsyncFor | ast.While |
     return None
 
 
+def _header_span(index: LineIndex, loop: ast.For | ast.AsyncFor | ast.While) -> Span:
+    """From the loop's keyword to the end of its iterable or test: what `span_between` finds,
+    made as one span rather than three (a parsed loop and its header have every position)."""
+    header_end = loop.test if isinstance(loop, ast.While) else loop.iter
+    start_line = loop.lineno - 1
+    end_line = (header_end.end_lineno or header_end.lineno) - 1
+    end_col = header_end.end_col_offset
+    return Span(
+        start_line,
+        index.byte_to_char(start_line, loop.col_offset),
+        end_line,
+        index.byte_to_char(end_line, end_col) if end_col is not None else len(index.line(end_line)),
+    )
+
+
 def _top_level_runs_own_code(sem: Semantics) -> bool:
     """Whether the file's top-level code (a main guard included) calls or hands on a function
     or class the file defines: `main()`, `Trainer(cfg).fit()`, `fire.Fire(train)`."""
     body = sem.tree.body
-    # exact type tests: the parser makes no subclasses, and a union's isinstance costs more
-    definitions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = [
-        statement  # type: ignore[misc]  # a definition: type() tested
-        for statement in body
-        if type(statement) in _DEFINITIONS
-    ]
-    if not definitions:
-        return False
     # asked first: most scripts run their code by calling a function or class they define
     # (`main()`, `Trainer(cfg).fit()`), found among the calls by name, each a climb of a few
     # steps to its top-level statement, where the walk below looks at every node of every
-    # statement that is no definition. The last definitions first: `main` is mostly last.
+    # statement that is no definition. The last definitions first, met as the module's body is
+    # read from the end: `main` is mostly last, and the statements before it are not read.
     calls_by_name = sem.calls_by_name
-    for definition in reversed(definitions):
-        for call in calls_by_name.get(definition.name, ()):
+    defined: set[str] = set()
+    for definition in reversed(body):
+        # exact type tests: the parser makes no subclasses, and a union's isinstance costs more
+        if type(definition) not in _DEFINITIONS:
+            continue
+        name: str = definition.name  # type: ignore[attr-defined]  # a definition: type() tested
+        defined.add(name)
+        for call in calls_by_name.get(name, ()):
             statement = sem.top_level_statement(call)
             if statement is not None and type(statement) not in _HOLDING_NO_USE:
                 return True
-    defined = {definition.name for definition in definitions}
+    if not defined:
+        return False
     # only whether some statement uses a name counts: the last ones first, where a script's
     # main guard or `main()` call stands
     for statement in reversed(body):

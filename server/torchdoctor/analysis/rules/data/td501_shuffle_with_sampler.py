@@ -24,10 +24,12 @@ from ._shared import Presence, sampler_presence
 def shuffle_with_sampler(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
     for call, args in loader_calls(sem):
+        sampler = args.get("sampler")
+        if sampler is None:
+            continue  # asked first: most loaders pass no sampler, and without one nothing clashes
         shuffle = args.get("shuffle")
         if not is_true(shuffle):
             continue
-        sampler = args.get("sampler")
         presence = sampler_presence(sem, sampler, call)
         shuffle_node = args.nodes["shuffle"]
         if presence is Presence.SET:

@@ -4,7 +4,7 @@ where those attributes are used."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ...assigned_calls import assigned_call, single_assignments_to, without_moves
@@ -85,14 +85,19 @@ def self_parameter(function: Function) -> str | None:
 
 
 def methods_in(cls: ast.ClassDef) -> list[Function]:
-    return [s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
+    # exact type tests: the parser makes no subclasses, and a union's isinstance costs more
+    return [s for s in cls.body if type(s) in _METHOD_TYPES]  # type: ignore[misc]  # a method: type() tested
 
 
 def method_named(cls: ast.ClassDef, name: str) -> Function | None:
-    for method in methods_in(cls):
-        if method.name == name:
-            return method
+    # the class body read in place, no list of its methods made: asked of every module class
+    for statement in cls.body:
+        if type(statement) in _METHOD_TYPES and statement.name == name:  # type: ignore[attr-defined]  # a method: type() tested
+            return statement  # type: ignore[return-value]  # a method: type() tested
     return None
+
+
+_METHOD_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
 
 
 def _is_module_base(sem: Semantics, base: ast.expr) -> bool:
@@ -275,15 +280,37 @@ SelfAssignment = tuple[ast.Assign | ast.AnnAssign, ast.Attribute, Function, ast.
 def self_assignments(ctx: RuleContext) -> list[SelfAssignment]:
     """`self.<attr> = value` in the methods of nn.Module subclasses, in source order."""
     sem = ctx.sem
-    cached: list[SelfAssignment] | None = sem.derived.get("modules:self-assignments")
+    cached: list[SelfAssignment] | None = sem.derived.get(_SELF_ASSIGNMENTS)
+    if cached is None:
+        cached = sem.derived[_SELF_ASSIGNMENTS] = _self_assignments_where(sem, None)
+    return cached
+
+
+def self_assignments_of_values(
+    ctx: RuleContext, wanted: Callable[[ast.expr], bool]
+) -> list[SelfAssignment]:
+    """Those of `self_assignments` whose value `wanted` answers yes for, in source order: the
+    memo's when made, else found without it, the value asked before the target and the method
+    (a rule that wants few values, asked before any rule wants them all, makes no memo)."""
+    cached: list[SelfAssignment] | None = ctx.sem.derived.get(_SELF_ASSIGNMENTS)
     if cached is not None:
-        return cached
+        return [entry for entry in cached if wanted(entry[0].value)]  # type: ignore[arg-type]  # an assignment with a value
+    return _self_assignments_where(ctx.sem, wanted)
+
+
+_SELF_ASSIGNMENTS = "modules:self-assignments"
+
+
+def _self_assignments_where(
+    sem: Semantics, wanted: Callable[[ast.expr], bool] | None
+) -> list[SelfAssignment]:
+    """`self.<attr> = value` in the methods of nn.Module subclasses, in source order (with
+    `wanted`, only those whose value it answers yes for)."""
     module_classes = module_classes_of(sem)
-    classes = {id(cls) for cls in module_classes}
     found: list[SelfAssignment] = []
-    sem.derived["modules:self-assignments"] = found
-    if not classes:
+    if not module_classes:
         return found  # no module class: nothing to walk
+    classes = {id(cls) for cls in module_classes}
     # one class per test, the exact type matching first (faster than a test against a union):
     # asked of every assignment in the module classes, most of them to plain names in `forward`
     for assign in _assigns_inside(sem.assigns, module_classes):
@@ -291,10 +318,12 @@ def self_assignments(ctx: RuleContext) -> list[SelfAssignment]:
             targets = assign.targets
             if len(targets) != 1:
                 continue
-            target = targets[0]
+            target, value = targets[0], assign.value
         elif isinstance(assign, ast.AnnAssign) and assign.value is not None:
-            target = assign.target
+            target, value = assign.target, assign.value
         else:
+            continue
+        if wanted is not None and not wanted(value):
             continue
         if not isinstance(target, ast.Attribute) or not isinstance(target.value, ast.Name):
             continue

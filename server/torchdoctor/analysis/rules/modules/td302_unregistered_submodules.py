@@ -17,7 +17,7 @@ from .module_classes import (
     methods_in,
     named_elsewhere,
     nn_class_name,
-    self_assignments,
+    self_assignments_of_values,
     self_attribute_uses,
     self_parameter,
 )
@@ -39,19 +39,20 @@ DICT_METHODS_MODULEDICT_LACKS = frozenset({"get", "setdefault", "copy", "popitem
     fixable=True,
 )
 def unregistered_submodules(ctx: RuleContext) -> Iterator[Finding]:
-    for assign, target, method, cls in self_assignments(ctx):
+    for assign, target, method, cls in self_assignments_of_values(ctx, _may_hold_modules):
         value = assign.value
         assert value is not None
-        # exact type tests (the parser makes no subclasses): asked of every `self.x = ...` of
-        # the module classes, most of them a layer (`nn.Linear(...)`), which passes neither
-        kind = type(value)
-        if kind not in CANDIDATE_VALUES and not (
-            kind is ast.Call and type(value.func) is ast.Name  # type: ignore[attr-defined]  # type() tested
-        ):
-            continue
         container = _module_container(ctx, cls, method, target.attr, value)
         if container is not None:
             yield _unregistered_finding(ctx, cls, target, value, container)
+
+
+def _may_hold_modules(value: ast.expr) -> bool:
+    """A value that may hold submodules in a plain container. Exact type tests (the parser
+    makes no subclasses): asked of every `self.x = ...` of the module classes, most of them a
+    layer (`nn.Linear(...)`), which passes neither."""
+    kind = type(value)
+    return kind in CANDIDATE_VALUES or (kind is ast.Call and type(value.func) is ast.Name)  # type: ignore[attr-defined]  # type() tested
 
 
 def _holds_modules(ctx: RuleContext, elements: list[ast.expr]) -> bool:
