@@ -38,9 +38,13 @@ def run_rules(
     suppressions = doc.suppressions
     findings: list[Finding] = []
     chosen = enabled if codes is None else enabled.intersection(codes)
+    rules = REGISTRY.rules
     for code in _in_order(chosen.difference(exclude) if exclude else chosen):
+        rule = rules[code]
+        if rule.spells and not rule.may_find_in(sem):
+            continue  # the file spells none of the names its findings need
         # a rule that raises loses its own findings only (and is recorded: rule_runner.py)
-        found = findings_of(REGISTRY.rules[code], context)
+        found = findings_of(rule, context)
         if not found:
             continue  # most rules find nothing: no iterator made over their empty list
         for finding in found:

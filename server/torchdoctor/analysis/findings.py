@@ -6,13 +6,14 @@ indices), end exclusive. The LSP adapter converts columns to UTF-16; the CLI add
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .context import RuleContext
+    from .semantics import Semantics
 
 
 class Severity(str, Enum):
@@ -92,6 +93,21 @@ RuleCheck = Callable[["RuleContext"], Iterable[Finding]]
 class Rule:
     info: RuleInfo
     check: RuleCheck
+    # names of which a file must spell one for the check to find anything in it (see `rule`)
+    spells: frozenset[str] = frozenset()
+
+    def may_find_in(self, sem: Semantics) -> bool:
+        """The file spells one of `spells`, or the rule names none: what the engine asks
+        before it runs the check."""
+        needs = self.spells
+        if not needs:
+            return True
+        whole = sem.whole
+        if not needs.isdisjoint(whole.imported_last_names()):
+            return True
+        if whole.one_shot:
+            return not needs.isdisjoint(whole.blocks[0].identifiers)
+        return whole.mentions(needs)
 
 
 @dataclass
@@ -132,12 +148,27 @@ def rule(
     fixable: bool,
     enabled_by_default: bool = True,
     always_on: bool = False,
+    spells: Collection[str] = (),
 ) -> Callable[[RuleCheck], RuleCheck]:
-    """Register a check function as the rule `code`."""
+    """Register a check function as the rule `code`. With `spells`, the engine runs the check
+    only on a file that spells one of those names: as a name, an attribute, a parameter or a
+    keyword argument, or as the last part of what an import binds (`load` for `from torch
+    import load as L`). It must hold for every finding the check can make, of its own code and
+    of any other it reports: a check that looks for calls of `torch.load` spells `load`, since
+    a call reaches it only through an attribute so named or a name imported as it (see
+    `called_names`). Most files use few of the APIs a rule looks for, and a look at the file's
+    names costs less than the check's own first look at them."""
 
     def register(check: RuleCheck) -> RuleCheck:
         info = RuleInfo(code, name, severity, summary, fixable, enabled_by_default, always_on)
-        REGISTRY.add(Rule(info, check))
+        REGISTRY.add(Rule(info, check, frozenset(spells)))
         return check
 
     return register
+
+
+def called_names(*qualnames: str) -> frozenset[str]:
+    """What a call of one of `qualnames` spells (`rule(spells=)`): the last part of each, the
+    attribute a call through a module names (`torch.load(...)`) or the imported name a call by
+    name is bound to (`from torch import load as L`; `L(...)`)."""
+    return frozenset(qualname.rpartition(".")[2] for qualname in qualnames)

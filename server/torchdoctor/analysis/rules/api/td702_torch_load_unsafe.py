@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from ...call_edits import add_keyword
 from ...context import RuleContext
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from ...semantics import Semantics
 from ...tree_walk import walk
 from .call_arguments import has_double_star, is_constant, keyword_named
@@ -25,6 +25,7 @@ HUB_LOAD_STATE_DICT = ("torch.hub.load_state_dict_from_url",)
     "`torch.load(..., weights_only=False)` (or, before torch 2.6, without `weights_only`) runs "
     "arbitrary code from the file.",
     fixable=True,
+    spells=called_names(*TORCH_LOAD, *HUB_LOAD_STATE_DICT),
 )
 def torch_load_unsafe(ctx: RuleContext) -> Iterator[Finding]:
     version = ctx.torch_version

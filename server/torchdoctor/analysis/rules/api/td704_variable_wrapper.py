@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from .call_arguments import has_star, is_constant, keyword_named, replace_call
 
 VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
@@ -56,6 +56,7 @@ FRESH_TENSOR_FACTORIES = frozenset(
     # Off by default: on the ecosystem corpus every `Variable(x)` wraps data with no autograd
     # history, where the wrapper changes nothing; reported under `--select TD704` / ALL.
     enabled_by_default=False,
+    spells=called_names(*VARIABLE),
 )
 def variable_wrapper(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.sem.calls_to(*VARIABLE):

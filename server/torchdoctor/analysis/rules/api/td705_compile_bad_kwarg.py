@@ -8,7 +8,7 @@ import difflib
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...findings import Edit, Finding, Fix, Severity, rule
+from ...findings import Edit, Finding, Fix, Severity, called_names, rule
 from .call_arguments import is_constant, keyword_name_span, keyword_named
 from .symbols import COMPILE_KEYWORD_FIXES, COMPILE_KEYWORDS, COMPILE_MODES
 
@@ -20,6 +20,7 @@ from .symbols import COMPILE_KEYWORD_FIXES, COMPILE_KEYWORDS, COMPILE_MODES
     "`torch.compile` with a keyword it does not take (e.g. `dynamic_shapes=`) or an unknown "
     "`mode=`: it raises.",
     fixable=True,
+    spells=called_names("torch.compile"),
 )
 def compile_bad_kwarg(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.sem.calls_to("torch.compile"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...findings import Edit, Finding, Fix, Severity, rule
+from ...findings import Edit, Finding, Fix, Severity, called_names, rule
 from .call_arguments import keyword_name_span
 from .symbols import TRAINING_ARGUMENT_CLASSES, TRAINING_ARGUMENT_RENAMES
 
@@ -21,6 +21,7 @@ _CLASSES_IN_ORDER = tuple(sorted(TRAINING_ARGUMENT_CLASSES))
     "`TrainingArguments(evaluation_strategy=...)` and other renamed keywords: current "
     "transformers raises TypeError.",
     fixable=True,
+    spells=called_names(*_CLASSES_IN_ORDER),
 )
 def trainer_renamed_args(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.sem.calls_to(*_CLASSES_IN_ORDER):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from ...call_edits import add_keyword
 from ...context import RuleContext
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from .call_arguments import has_double_star, keyword_named
 
 CHECKPOINT = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
@@ -20,6 +20,7 @@ CHECKPOINT = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.check
     "`torch.utils.checkpoint.checkpoint(...)` without an explicit `use_reentrant` (torch warns "
     "on every call since 2.1).",
     fixable=True,
+    spells=called_names(*CHECKPOINT),
 )
 def checkpoint_use_reentrant(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.torch_version < (2, 1):

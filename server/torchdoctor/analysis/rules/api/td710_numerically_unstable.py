@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from ...semantics import Semantics
 from .call_arguments import has_star, is_constant, is_one, keyword_named
 from .references import spell
@@ -23,6 +23,7 @@ from .references import spell
     # Off by default: whether `log(1 + x)` loses anything depends on how small x gets, which
     # the text does not say; on the ecosystem corpus 2 of its 3 findings changed no number.
     enabled_by_default=False,
+    spells=called_names("torch.log", "torch.exp"),
 )
 def numerically_unstable(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -19,6 +19,7 @@ from .symbols import LEGACY_REDUCTION_LOSSES
     Severity.WARNING,
     "`size_average=`/`reduce=` on a loss (deprecated since torch 0.4.1): use `reduction=`.",
     fixable=True,
+    spells=("size_average", "reduce"),
 )
 def deprecated_loss_args(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -10,7 +10,7 @@ from ...call_edits import add_keyword
 from ...context import RuleContext
 from ...expressions import last_name
 from ...file_facts import file_fact
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from ...parallel_wrappers import FSDP_CLASSES
 from ...semantics import Semantics
 from ._shared import mentions_rank
@@ -22,6 +22,7 @@ from ._shared import mentions_rank
     Severity.INFORMATION,
     "FSDP(...) without sync_module_states=True: each rank shards its own copy of the weights.",
     fixable=True,
+    spells=called_names(*FSDP_CLASSES),
 )
 def fsdp_sync_module_states(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -17,7 +17,7 @@ from ...bindings import (
 )
 from ...context import RuleContext
 from ...expressions import last_name
-from ...findings import Edit, Finding, Fix, Severity, Span, rule
+from ...findings import Edit, Finding, Fix, Severity, Span, called_names, rule
 from ...indentation import indent_lines, indent_unit
 from ...parallel_wrappers import DDP_CLASSES
 from ...semantics import Function, Semantics
@@ -65,6 +65,7 @@ def is_distributed_script(sem: Semantics) -> bool:
     Severity.WARNING,
     "torch.save in a distributed script without a rank-0 guard: every rank writes the file.",
     fixable=True,
+    spells=called_names(*SAVE_FUNCTIONS),
 )
 def save_on_every_rank(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -11,7 +11,7 @@ from ...call_edits import add_keyword
 from ...context import RuleContext
 from ...dataflow import flow_of
 from ...expressions import is_none, last_name
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from ...loader_calls import Arguments, loader_calls
 from ...loader_purpose import is_training_loader
 from ...parallel_wrappers import DDP_CLASSES, FSDP_CLASSES
@@ -27,6 +27,7 @@ from ._shared import mentions_rank
     Severity.WARNING,
     "A DDP training DataLoader without a DistributedSampler: every rank trains on the same data.",
     fixable=True,
+    spells=called_names(*DDP_CLASSES, *FSDP_CLASSES),
 )
 def ddp_without_distributed_sampler(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
