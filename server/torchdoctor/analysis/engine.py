@@ -39,12 +39,13 @@ def run_rules(
     findings: list[Finding] = []
     chosen = enabled if codes is None else enabled.intersection(codes)
     rules = REGISTRY.rules
+    # the rules whose findings need a name the file spells nowhere (`rule(spells=)`)
+    unspelt = REGISTRY.skipped_on(sem)
     for code in _in_order(chosen.difference(exclude) if exclude else chosen):
-        rule = rules[code]
-        if rule.spells and not rule.may_find_in(sem):
-            continue  # the file spells none of the names its findings need
+        if code in unspelt:
+            continue
         # a rule that raises loses its own findings only (and is recorded: rule_runner.py)
-        found = findings_of(rule, context)
+        found = findings_of(rules[code], context)
         if not found:
             continue  # most rules find nothing: no iterator made over their empty list
         for finding in found:

@@ -98,16 +98,8 @@ class Rule:
 
     def may_find_in(self, sem: Semantics) -> bool:
         """The file spells one of `spells`, or the rule names none: what the engine asks
-        before it runs the check."""
-        needs = self.spells
-        if not needs:
-            return True
-        whole = sem.whole
-        if not needs.isdisjoint(whole.imported_last_names()):
-            return True
-        if whole.one_shot:
-            return not needs.isdisjoint(whole.blocks[0].identifiers)
-        return whole.mentions(needs)
+        before it runs the check (`Registry.skipped_on`)."""
+        return not self.spells or not _unspelt({self.info.code: self.spells}, sem)
 
 
 @dataclass
@@ -119,11 +111,21 @@ class Registry:
     # they emit besides their own are declared so selection can skip a check nobody asked for.
     infos: dict[str, RuleInfo] = field(default_factory=dict)
 
+    # the names each rule that names them needs one of (`rule(spells=)`), by code
+    gates: dict[str, frozenset[str]] = field(default_factory=dict)
+
     def add(self, rule: Rule) -> None:
         if rule.info.code in self.infos:
             raise ValueError(f"rule {rule.info.code} registered twice")
         self.rules[rule.info.code] = rule
         self.infos[rule.info.code] = rule.info
+        if rule.spells:
+            self.gates[rule.info.code] = rule.spells
+
+    def skipped_on(self, sem: Semantics) -> set[str]:
+        """The codes of the rules whose names the file spells none of: the engine does not run
+        them there."""
+        return _unspelt(self.gates, sem)
 
     def __iter__(self) -> Iterator[RuleInfo]:
         return iter(sorted(self.infos.values(), key=lambda info: info.code))
@@ -165,6 +167,29 @@ def rule(
         return check
 
     return register
+
+
+def _unspelt(gates: dict[str, frozenset[str]], sem: Semantics) -> set[str]:
+    """The codes in `gates` none of whose names the file spells (see `rule`). Asked once per
+    analysis for every gated rule: one set operation or two each, no call."""
+    if not gates:
+        return set()
+    whole = sem.whole
+    imported = whole.imported_last_names()
+    if whole.one_shot:  # a file analysed once is one block: its identifiers are the file's
+        spelt = whole.blocks[0].identifiers
+        return {
+            code
+            for code, needs in gates.items()
+            if needs.isdisjoint(imported) and needs.isdisjoint(spelt)
+        }
+    # an edited file's blocks: `mentions` keeps its answer for each set of names from version
+    # to version
+    return {
+        code
+        for code, needs in gates.items()
+        if needs.isdisjoint(imported) and not whole.mentions(needs)
+    }
 
 
 def called_names(*qualnames: str) -> frozenset[str]:
