@@ -16,6 +16,9 @@ from ...training import TrainingLoop, training_of
     Severity.WARNING,
     "A training loop calls backward() and step() but never zeroes the gradients.",
     fixable=True,
+    # every finding is at a backward() call of a training loop (`is_backward_call`, or
+    # `torch.autograd.backward` called through an attribute or a name imported as it)
+    spells=("backward",),
 )
 def missing_zero_grad(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.sem.imports_framework_without_torch(OTHER_FRAMEWORKS):

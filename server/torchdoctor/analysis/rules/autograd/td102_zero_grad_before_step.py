@@ -25,6 +25,9 @@ from ...training import (
     Severity.WARNING,
     "zero_grad() runs between backward() and step(): the step sees zero gradients.",
     fixable=True,
+    # every finding is a zeroing after a backward() call of a training loop (`is_backward_call`,
+    # or `torch.autograd.backward` called through an attribute or a name imported as it)
+    spells=("backward",),
 )
 def zero_grad_before_step(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

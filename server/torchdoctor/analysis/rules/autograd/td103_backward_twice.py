@@ -28,6 +28,8 @@ PAIR_WINDOW = 8  # how many later backward() calls each one is compared with (TD
     Severity.ERROR,
     "A second backward() through a graph that the first one freed.",
     fixable=True,
+    # every finding is at a `<x>.backward(...)` call (`backward_calls` that are attribute calls)
+    spells=("backward",),
 )
 def backward_twice(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -51,6 +51,8 @@ _DATA = frozenset({"data"})
     # on the ecosystem corpus every finding was a target-network sync or a buffer refill after
     # the graph was freed: a hazard no author acted on (18 of 18 noise)
     enabled_by_default=False,
+    # every finding is at an `x.data` attribute written through (`_data_writes`)
+    spells=_DATA,
 )
 def data_attribute(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -25,6 +25,9 @@ from ._shared import move_after_fix
     Severity.WARNING,
     "optimizer.step() runs before loss.backward() in the same iteration.",
     fixable=True,
+    # every finding is a step with a backward() call after it in a training loop
+    # (`is_backward_call`, or `torch.autograd.backward` through an attribute or an import)
+    spells=("backward",),
 )
 def step_before_backward(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -21,6 +21,8 @@ TORCH_SCHEDULER_SOURCES = ("torch.optim.lr_scheduler.", "transformers.", "diffus
     Severity.WARNING,
     "scheduler.step() runs before optimizer.step(): the first learning-rate value is skipped.",
     fixable=True,
+    # every finding is at a `<scheduler>.step()` call (`method_calls("step")`)
+    spells=("step",),
 )
 def scheduler_before_optimizer(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

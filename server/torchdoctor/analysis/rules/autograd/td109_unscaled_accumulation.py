@@ -20,6 +20,9 @@ from ...tree_walk import walk
     Severity.INFORMATION,
     "Gradient accumulation over k batches without dividing the loss by k.",
     fixable=True,
+    # every finding is at a backward() call of a training loop (`is_backward_call`, or
+    # `torch.autograd.backward` called through an attribute or a name imported as it)
+    spells=("backward",),
 )
 def unscaled_accumulation(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

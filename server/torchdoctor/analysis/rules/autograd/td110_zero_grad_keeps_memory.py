@@ -18,6 +18,8 @@ from ...findings import Finding, Fix, Severity, rule
     "`zero_grad(set_to_none=False)` keeps a zero-filled gradient tensor per parameter.",
     fixable=True,
     enabled_by_default=False,
+    # every finding is at a `<x>.zero_grad(...)` call (`method_calls("zero_grad")`)
+    spells=("zero_grad",),
 )
 def zero_grad_keeps_memory(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.sem.method_calls("zero_grad"):
