@@ -139,6 +139,8 @@ def _function_runs_without_grad(ctx: RuleContext, function: Function, depth: int
     Severity.WARNING,
     "An evaluation loop (model calls, no backward) outside torch.no_grad()/inference_mode().",
     fixable=True,
+    # no `spells=`: a finding needs a loop and a model call, and a model is known by its name
+    # (`MODEL_NAME`, `*_model`) or by what is assigned to it: no name every finding spells
 )
 def eval_without_no_grad(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -114,6 +114,9 @@ def _mode_layers_of_call(ctx: RuleContext, model_call: ast.Call) -> list[str]:
     Severity.WARNING,
     "A model evaluated without model.eval(): dropout and batch norm stay in training mode.",
     fixable=True,
+    # no `spells=`: a finding needs a model call (a model known by its name or its assignment)
+    # and mode layers read from open families of names (torchvision builders by prefix,
+    # transformers `*Model`/`*For*` classes, `Dropout`/`BatchNorm` patterns): no finite set
 )
 def eval_without_model_eval(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -38,6 +38,9 @@ FROZEN_NAME = re.compile(r"teacher|ema|target|frozen|ref|pretrained|reward|criti
     Severity.WARNING,
     "model.eval() inside a loop that trains again later, with no model.train() to switch back.",
     fixable=True,
+    # every finding is at an eval-mode event: an `.eval()`/`.train(...)` call, or a call of a
+    # helper that makes one (`_eval_events` stops first on a file without such a method call)
+    spells=("eval", "train"),
 )
 def train_mode_not_restored(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

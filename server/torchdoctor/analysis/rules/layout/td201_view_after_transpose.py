@@ -33,6 +33,8 @@ SHAPE_KEEPING_METHODS = (
     Severity.ERROR,
     "`.view()` that merges dimensions of a transposed/permuted/expanded tensor.",
     fixable=True,
+    # every finding is at a `.view(...)` call (Semantics.method_calls)
+    spells=("view",),
 )
 def view_after_transpose(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.sem.method_calls("view"):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from ...context import RuleContext
 from ...file_facts import file_fact
-from ...findings import Edit, Finding, Fix, Severity, Span, rule
+from ...findings import Edit, Finding, Fix, Severity, Span, called_names, rule
 from ...semantics import MODEL_NAME, BlockIndex, Semantics, ValueKind, call_order, position
 from ._shared import element_for, int_constant, is_device_like, is_module_instance, reaching_binding
 
@@ -84,6 +84,9 @@ TENSOR_FROM_NUMPY = ("torch.from_numpy", "torch.tensor", "torch.as_tensor", "tor
     Severity.ERROR,
     "A float64 tensor (from numpy or `.double()`) fed to a float32 model.",
     fixable=True,
+    # every finding is at its float64 source, a `.double()` call or a call of one of
+    # TENSOR_FROM_NUMPY (`_float64_source`; `_makes_float64_tensors` stops without them)
+    spells=("double", *called_names(*TENSOR_FROM_NUMPY)),
 )
 def float64_leak(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

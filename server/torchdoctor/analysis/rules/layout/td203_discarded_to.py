@@ -30,6 +30,8 @@ MOVING_OR_CASTING = (
     Severity.WARNING,
     "`x.to(device)` / `x.cuda()` / `x.float()` as a statement on a tensor: the result is lost.",
     fixable=True,
+    # every finding is at a method call of one of MOVING_OR_CASTING (`x.to(device)`)
+    spells=MOVING_OR_CASTING,
 )
 def discarded_to(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...findings import Edit, Finding, Fix, Severity, Span, rule
+from ...findings import Edit, Finding, Fix, Severity, Span, called_names, rule
 from ...semantics import Function, Semantics, ValueKind
 from ...tree_walk import child_nodes, walk
 from ._shared import is_tensor_call, used_as_tensor
@@ -86,6 +86,9 @@ MIXING_METHODS = (
     Severity.WARNING,
     "A tensor created in `forward()` without `device=` and mixed with the inputs.",
     fixable=True,
+    # every finding is at a call of one of CPU_FACTORIES (not `forward`: a method's own name is
+    # no name a file spells)
+    spells=called_names(*CPU_FACTORIES),
 )
 def device_less_tensor_in_forward(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -26,6 +26,9 @@ SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
     # on real code a per-step sync is mostly a logging call whose cost the step's other work
     # hides (see the doc page): too noisy to be on by default
     enabled_by_default=False,
+    # every finding is in a training loop, one around a backward() call (`training_loops`:
+    # `.backward()` or `torch.autograd.backward`); without one the check stops first
+    spells=("backward",),
 )
 def host_sync_in_loop(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -39,6 +39,9 @@ HOST_TENSOR_FACTORIES = (
     Severity.INFORMATION,
     "The same CPU tensor copied to the device on every training step.",
     fixable=True,
+    # every finding is in a training loop, one around a backward() call (`training_loops`:
+    # `.backward()` or `torch.autograd.backward`); without one the check stops first
+    spells=("backward",),
 )
 def repeated_host_to_device(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

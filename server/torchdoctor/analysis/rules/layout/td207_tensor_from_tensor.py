@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from ...semantics import FUNCTION_NODES
 from ...tree_walk import walk
 from ._shared import is_tensor_expr
@@ -19,6 +19,8 @@ from ._shared import is_tensor_expr
     Severity.WARNING,
     "`torch.tensor(t)` where `t` is already a tensor: a copy that warns and drops autograd.",
     fixable=True,
+    # every finding is at a call of `torch.tensor`
+    spells=called_names("torch.tensor"),
 )
 def tensor_from_tensor(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.sem.calls_to("torch.tensor"):
