@@ -49,6 +49,9 @@ NOT_SEEDING_CALLS = frozenset(
     "A training script that never seeds torch: runs cannot be reproduced.",
     fixable=True,
     enabled_by_default=False,
+    # every finding is at a loop around a backward() call (`backward_calls`: `x.backward()`
+    # or `torch.autograd.backward`)
+    spells=("backward",),
 )
 def unseeded_training(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

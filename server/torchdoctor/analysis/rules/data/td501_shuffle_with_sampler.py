@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from ...call_edits import remove_arguments
 from ...context import RuleContext
 from ...expressions import is_true
-from ...findings import Finding, Fix, Severity, rule
-from ...loader_calls import Arguments, loader_calls
+from ...findings import Finding, Fix, Severity, called_names, rule
+from ...loader_calls import LOADER_CLASSES, Arguments, loader_calls
 from ._shared import Presence, sampler_presence
 
 
@@ -20,6 +20,8 @@ from ._shared import Presence, sampler_presence
     Severity.ERROR,
     "DataLoader(shuffle=True, sampler=...) raises: the sampler already decides the order.",
     fixable=True,
+    # every finding is at a DataLoader call (`loader_calls`)
+    spells=called_names(*LOADER_CLASSES),
 )
 def shuffle_with_sampler(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

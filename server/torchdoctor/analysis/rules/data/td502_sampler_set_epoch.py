@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from ...bindings import assigned_name, same_binding
 from ...context import RuleContext
 from ...expressions import is_true, last_name
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from ...loader_calls import Arguments, bind_arguments, loader_calls
 from ...loader_purpose import (
     dataset_value,
@@ -45,6 +45,8 @@ def _is_eval_loader(sem: Semantics, call: ast.Call, args: Arguments) -> bool:
     Severity.WARNING,
     "A DistributedSampler whose epoch loop never calls set_epoch(): the same order every epoch.",
     fixable=True,
+    # every finding is at a DistributedSampler call (`calls_to(*DISTRIBUTED_SAMPLERS)`)
+    spells=called_names(*DISTRIBUTED_SAMPLERS),
 )
 def sampler_set_epoch(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

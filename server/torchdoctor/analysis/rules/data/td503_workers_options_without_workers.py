@@ -20,6 +20,9 @@ from ._shared import int_constant
     Severity.ERROR,
     "persistent_workers=True or prefetch_factor= with num_workers=0 raises ValueError.",
     fixable=True,
+    # every finding is at a `persistent_workers=` or `prefetch_factor=` keyword: neither is
+    # among the parameters a DataLoader call can pass by position (LOADER_POSITIONAL)
+    spells=("persistent_workers", "prefetch_factor"),
 )
 def workers_options_without_workers(ctx: RuleContext) -> Iterator[Finding]:
     for call, args in loader_calls(ctx.sem):

@@ -19,8 +19,8 @@ from ...call_edits import add_keyword
 from ...context import RuleContext
 from ...dataflow import flow_of
 from ...expressions import last_name
-from ...findings import Edit, Finding, Fix, Severity, rule
-from ...loader_calls import Arguments, bind_arguments, loader_calls
+from ...findings import Edit, Finding, Fix, Severity, called_names, rule
+from ...loader_calls import LOADER_CLASSES, Arguments, bind_arguments, loader_calls
 from ...loader_purpose import dataset_value, is_training_loader
 from ...semantics import Function, Semantics
 from ...training import function_scope
@@ -46,6 +46,8 @@ DEFAULT_WORKERS = 4
     # data (GLUE rows tokenized ahead of time, a file's text in one tensor), where workers
     # would not speed anything up: too noisy to be on by default.
     enabled_by_default=False,
+    # every finding is at a DataLoader call (`loader_calls`)
+    spells=called_names(*LOADER_CLASSES),
 )
 def single_process_loading(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

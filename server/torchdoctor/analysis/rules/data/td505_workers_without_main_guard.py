@@ -19,9 +19,9 @@ from ...bindings import (
 )
 from ...context import RuleContext
 from ...expressions import last_name
-from ...findings import Edit, Finding, Fix, Severity, Span, rule
+from ...findings import Edit, Finding, Fix, Severity, Span, called_names, rule
 from ...indentation import indent_lines, indent_unit
-from ...loader_calls import Arguments, loader_calls
+from ...loader_calls import LOADER_CLASSES, Arguments, loader_calls
 from ...semantics import (
     BlockIndex,
     Function,
@@ -48,6 +48,8 @@ from ._shared import (
     Severity.WARNING,
     'DataLoader worker processes started at import time, outside `if __name__ == "__main__":`.',
     fixable=True,
+    # every finding is at a DataLoader call (`loader_calls`)
+    spells=called_names(*LOADER_CLASSES),
 )
 def workers_without_main_guard(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from ...call_edits import remove_arguments
 from ...context import RuleContext
 from ...dataflow import flow_of
-from ...findings import Finding, Fix, Severity, rule
-from ...loader_calls import LOADER_POSITIONAL, Arguments, loader_calls
+from ...findings import Finding, Fix, Severity, called_names, rule
+from ...loader_calls import LOADER_CLASSES, LOADER_POSITIONAL, Arguments, loader_calls
 from ...semantics import Semantics
 from ...training import function_scope
 from ._shared import Presence, int_constant, sampler_presence
@@ -22,6 +22,8 @@ from ._shared import Presence, int_constant, sampler_presence
     Severity.ERROR,
     "batch_sampler= together with batch_size, shuffle, sampler or drop_last raises ValueError.",
     fixable=True,
+    # every finding is at a DataLoader call (`loader_calls`)
+    spells=called_names(*LOADER_CLASSES),
 )
 def batch_sampler_conflict(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

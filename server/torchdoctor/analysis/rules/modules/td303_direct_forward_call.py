@@ -25,6 +25,8 @@ from .module_classes import (
     Severity.WARNING,
     "model.forward(x) instead of model(x): forward and backward hooks do not run.",
     fixable=True,
+    # every finding is at a `<receiver>.forward(...)` call (`method_calls("forward")`)
+    spells=("forward",),
 )
 def direct_forward_call(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

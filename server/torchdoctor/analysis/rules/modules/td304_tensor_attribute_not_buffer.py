@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from ...context import RuleContext
 from ...dataflow import assigned_plainly, flow_of
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from ...semantics import Semantics, end_position, position
 from ...training import function_scope
 from ...tree_walk import walk
@@ -231,6 +231,9 @@ _FACTORY_QUALNAMES = frozenset(f"torch.{name}" for name in TENSOR_FACTORIES)
     Severity.WARNING,
     "A plain tensor stored on self in __init__: not moved by .to(), not in state_dict().",
     fixable=True,
+    # every finding needs a call of a `torch.<factory>` in a module class (see
+    # `_factory_called_in_module_class`): an attribute so named, or a name imported as one
+    spells=called_names(*_FACTORY_QUALNAMES),
 )
 def tensor_attribute_not_buffer(ctx: RuleContext) -> Iterator[Finding]:
     if not _factory_called_in_module_class(ctx.sem):

@@ -37,12 +37,13 @@ def _loads_of(ctx: RuleContext, name: str, scope: ast.AST) -> int:
     Severity.WARNING,
     "cross_entropy/NLLLoss fed softmax probabilities: softmax is applied twice, training stalls.",
     fixable=True,
+    # a softmax and a cross-entropy or NLL loss are both spelt somewhere in the file, or no
+    # loss input can be a softmax output: the softmax (the rarer) is asked before the check
+    spells=SOFTMAX_NAMES,
 )
 def softmax_before_cross_entropy(ctx: RuleContext) -> Iterator[Finding]:
-    # a softmax and a cross-entropy or NLL loss are both spelt somewhere in the file, or no
-    # loss input can be a softmax output
-    if not may_spell(ctx.sem, SOFTMAX_NAMES) or not may_spell(ctx.sem, CROSS_ENTROPY_NAMES):
-        return
+    if not may_spell(ctx.sem, CROSS_ENTROPY_NAMES):
+        return  # no cross-entropy or NLL loss is spelt: none is called
     for loss in loss_calls(ctx):
         if loss.loss not in ("cross_entropy", "nll"):
             continue

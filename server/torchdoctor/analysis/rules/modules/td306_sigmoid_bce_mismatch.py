@@ -14,7 +14,6 @@ from .activations import (
     LossCall,
     Origin,
     loss_calls,
-    may_spell,
     origin_of,
     remove_activation_fix,
     rename_attribute,
@@ -27,10 +26,10 @@ from .activations import (
     Severity.WARNING,
     "BCEWithLogitsLoss fed a sigmoid output (sigmoid twice), or BCELoss fed raw logits.",
     fixable=True,
+    # every finding is at a call of a binary cross-entropy loss: no such loss spelt, none called
+    spells=BINARY_CROSS_ENTROPY_NAMES,
 )
 def sigmoid_bce_mismatch(ctx: RuleContext) -> Iterator[Finding]:
-    if not may_spell(ctx.sem, BINARY_CROSS_ENTROPY_NAMES):
-        return  # no binary cross-entropy loss is spelt: none is called
     for loss in loss_calls(ctx):
         if loss.loss not in ("bce_with_logits", "bce"):
             continue
