@@ -28,6 +28,10 @@ ANY_BUILDER = "<a builder chosen at run time>"
     "`pretrained=`/`pretrained_backbone=` on a torchvision model builder (deprecated since "
     "torchvision 0.13): use `weights=`.",
     fixable=True,
+    # every finding is at a `pretrained=`/`pretrained_backbone=` keyword, or at a positional
+    # bool of a call of a listed builder, which spells the builder's name (called_names)
+    spells=frozenset({"pretrained", "pretrained_backbone"})
+    | frozenset(builder for _, builder in TORCHVISION_LEGACY_WEIGHTS),
 )
 def torchvision_pretrained(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.torch_version < TORCHVISION_MIN_TORCH:

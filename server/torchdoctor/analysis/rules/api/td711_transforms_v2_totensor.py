@@ -14,6 +14,7 @@ from .references import (
     import_nodes,
     imported_qualnames,
     imports_any,
+    referenced_names,
 )
 from .version_guards import unless_compat
 
@@ -27,6 +28,9 @@ V2_COMPOSE = ("torchvision.transforms.v2.Compose", "torchvision.transforms.v2._c
     "`torchvision.transforms.v2.ToTensor` is deprecated: use `v2.ToImage()` + "
     "`v2.ToDtype(torch.float32, scale=True)`.",
     fixable=True,
+    # every finding is at a call of, a reference to or an import of a V2_TO_TENSOR name; its
+    # imports are looked at only once one of them is an imported target (imports_any)
+    spells=referenced_names(*V2_TO_TENSOR),
 )
 def transforms_v2_to_tensor(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem
