@@ -37,8 +37,8 @@ SIZES = {
 WARMUP_RUNS = 10
 
 
-def _median_seconds(action: Callable[[], object], repeats: int) -> float:
-    for _ in range(WARMUP_RUNS if repeats > 3 else 0):  # none in a smoke run (`--quick`)
+def _median_seconds(action: Callable[[], object], repeats: int, warmups: int) -> float:
+    for _ in range(warmups):
         action()
     times = []
     for _ in range(repeats):
@@ -50,14 +50,15 @@ def _median_seconds(action: Callable[[], object], repeats: int) -> float:
 
 def run_analysis_bench(quick: bool = False) -> dict[str, dict[str, float]]:
     repeats = 3 if quick else 25
+    warmups = 0 if quick else WARMUP_RUNS
     config = Config(select=("ALL",))
     results: dict[str, dict[str, float]] = {}
     for label, lines in SIZES.items():
         if quick and lines > 500:
             continue
         text = make_file(lines, seed=lines)
-        parse = _median_seconds(lambda text=text: ast.parse(text), repeats)
-        full = _median_seconds(lambda text=text: check(text, config=config), repeats)
+        parse = _median_seconds(lambda text=text: ast.parse(text), repeats, warmups)
+        full = _median_seconds(lambda text=text: check(text, config=config), repeats, warmups)
         results[label] = {
             "lines": float(text.count("\n")),
             "ast_parse_ms": parse * 1000,
@@ -66,7 +67,7 @@ def run_analysis_bench(quick: bool = False) -> dict[str, dict[str, float]]:
         }
         if lines == max(SIZES.values()):
             results[f"{label}, one keystroke (incremental)"] = _keystroke_row(
-                text, parse, config, repeats
+                text, parse, config, repeats, warmups
             )
     if not quick:
         results[
@@ -151,7 +152,9 @@ def _seconds(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def _keystroke_row(text: str, parse: float, config: Config, repeats: int) -> dict[str, float]:
+def _keystroke_row(
+    text: str, parse: float, config: Config, repeats: int, warmups: int
+) -> dict[str, float]:
     """A `#` typed at the end of a line in the middle of the file, then deleted, in turn."""
     lines = text.split("\n")
     middle = len(lines) // 2
@@ -161,7 +164,9 @@ def _keystroke_row(text: str, parse: float, config: Config, repeats: int) -> dic
     analyser = IncrementalAnalyser()
     analyser.analyse(text, config)
     versions = cycle([typed, text])
-    seconds = _median_seconds(lambda: analyser.analyse(next(versions), config), repeats)
+    seconds = _median_seconds(
+        lambda: analyser.analyse(next(versions), config), repeats, warmups
+    )
     return {
         "lines": float(text.count("\n")),
         "ast_parse_ms": parse * 1000,

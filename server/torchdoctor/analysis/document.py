@@ -86,23 +86,28 @@ class Document:
 
     def span_of(self, node: ast.AST) -> Span:
         """The node's range in code-point columns; nodes without positions get an empty span."""
-        lineno = getattr(node, "lineno", None)
-        if lineno is None:
-            return Span(0, 0, 0, 0)
-        start_line = lineno - 1
-        end_line = (getattr(node, "end_lineno", None) or lineno) - 1
-        start_col = self.index.byte_to_char(start_line, getattr(node, "col_offset", 0) or 0)
-        end_byte = getattr(node, "end_col_offset", None)
-        end_col = (
-            self.index.byte_to_char(end_line, end_byte)
-            if end_byte is not None
-            else len(self.index.line(end_line))
-        )
-        return Span(start_line, start_col, end_line, end_col)
+        return Span(*self._start_of(node), *self._end_of(node))
 
     def span_between(self, first: ast.AST, last: ast.AST) -> Span:
-        start, end = self.span_of(first), self.span_of(last)
-        return Span(start.start_line, start.start_col, end.end_line, end.end_col)
+        """From the start of `first` to the end of `last`."""
+        return Span(*self._start_of(first), *self._end_of(last))
+
+    def _start_of(self, node: ast.AST) -> tuple[int, int]:
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            return 0, 0
+        line = lineno - 1
+        return line, self.index.byte_to_char(line, getattr(node, "col_offset", 0) or 0)
+
+    def _end_of(self, node: ast.AST) -> tuple[int, int]:
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            return 0, 0
+        line = (getattr(node, "end_lineno", None) or lineno) - 1
+        end_byte = getattr(node, "end_col_offset", None)
+        if end_byte is None:
+            return line, len(self.index.line(line))
+        return line, self.index.byte_to_char(line, end_byte)
 
     def source_of(self, node: ast.AST) -> str:
         return self.text_in(self.span_of(node))

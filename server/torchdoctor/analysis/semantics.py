@@ -255,6 +255,14 @@ class Semantics:
             return False
         return self._block_mentioning(names) is not None
 
+    def spells_any(self, names: frozenset[str]) -> bool:
+        """The file spells one of `names`: as a name, attribute, parameter or keyword argument
+        somewhere (`mentions`), or as the last part of what an import binds (`load` for `from
+        torch import load as L`). Every call of an imported name, and every reference to one,
+        spells its last part one way or the other."""
+        whole = self.whole
+        return not names.isdisjoint(whole.imported_last_names()) or whole.mentions(names)
+
     def _block_mentioning(self, names: frozenset[str]) -> BlockIndex | None:
         """A block of the file that spells one of `names`, None when none does. Rules that stop
         where a file never spells what they look for ask this of every version, and a look at

@@ -8,7 +8,6 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from ...context import RuleContext
-from ...findings import called_names
 from ...semantics import BlockIndex, Semantics, position
 from .symbols import AMP_SYMBOLS, DEPRECATED, PRIVATE_ALIASES, PRIVATE_MODULES, REMOVED
 
@@ -235,16 +234,6 @@ def imports_any(
         if hint in text:
             return True
     return False
-
-
-def referenced_names(*qualnames: str) -> frozenset[str]:
-    """What a finding at a call of, a reference to or an import of one of `qualnames` spells
-    (`rule(spells=)`): the last part of each. A call or a reference reaches it through an
-    attribute so named or a name imported as it (`called_names`). An import statement's own
-    names are no identifiers: this holds for a check that reports one only once `imports_any`
-    (without text hints) has found one of `qualnames` among the file's imported targets, whose
-    last parts count."""
-    return called_names(*qualnames)
 
 
 def rebuild_import_from(module: str, names: list[tuple[str, str | None]]) -> str:

@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from ...semantics import Semantics
 from .call_arguments import has_star, replace_call
 from .references import (
@@ -15,7 +15,6 @@ from .references import (
     import_nodes,
     imported_qualnames,
     imports_any,
-    referenced_names,
     spell,
 )
 from .symbols import AMP_DEPRECATED_IN, AMP_SYMBOLS
@@ -30,8 +29,9 @@ from .version_guards import unless_compat
     "since torch 2.4: use `torch.amp` with a device argument.",
     fixable=True,
     # every finding is at a call of, a reference to or an import of an AMP_SYMBOLS name; its
-    # imports are looked at only once one of them is an imported target (imports_any)
-    spells=referenced_names(*AMP_SYMBOLS),
+    # imports are looked at only once one of them is an imported target (imports_any), whose
+    # last part counts as spelt
+    spells=called_names(*AMP_SYMBOLS),
 )
 def deprecated_amp(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.torch_version < AMP_DEPRECATED_IN:

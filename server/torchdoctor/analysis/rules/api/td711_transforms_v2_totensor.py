@@ -7,14 +7,13 @@ import ast
 from collections.abc import Iterator
 
 from ...context import RuleContext
-from ...findings import Finding, Fix, Severity, rule
+from ...findings import Finding, Fix, Severity, called_names, rule
 from .references import (
     V2_TO_TENSOR,
     attribute_references,
     import_nodes,
     imported_qualnames,
     imports_any,
-    referenced_names,
 )
 from .version_guards import unless_compat
 
@@ -29,8 +28,9 @@ V2_COMPOSE = ("torchvision.transforms.v2.Compose", "torchvision.transforms.v2._c
     "`v2.ToDtype(torch.float32, scale=True)`.",
     fixable=True,
     # every finding is at a call of, a reference to or an import of a V2_TO_TENSOR name; its
-    # imports are looked at only once one of them is an imported target (imports_any)
-    spells=referenced_names(*V2_TO_TENSOR),
+    # imports are looked at only once one of them is an imported target (imports_any), whose
+    # last part counts as spelt
+    spells=called_names(*V2_TO_TENSOR),
 )
 def transforms_v2_to_tensor(ctx: RuleContext) -> Iterator[Finding]:
     sem = ctx.sem

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 from ...context import RuleContext
 from ...findings import Edit, Finding, Fix, Severity, Span, rule
-from ...lines import LineIndex
 from ...semantics import Semantics
 from ...training import training_of
 from ...tree_walk import walk
@@ -63,7 +62,8 @@ def unseeded_training(ctx: RuleContext) -> Iterator[Finding]:
         return
     if sem.enclosing_function(loop) is not None and not _top_level_runs_own_code(sem):
         return  # a library of training code: seeding is the job of the program that runs it
-    span = _header_span(ctx.doc.index, loop)
+    header_end = loop.test if isinstance(loop, ast.While) else loop.iter
+    span = ctx.doc.span_between(loop, header_end)
     message = (
         "this file trains a model but never seeds torch (`torch.manual_seed`): weight "
         "initialisation, dropout and shuffling differ on every run, so results cannot be "
@@ -82,21 +82,6 @@ def _first_training_loop(sem: Semantics) -> ast.For | ast.AsyncFor | ast.While |
         if loops:
             return loops[0]
     return None
-
-
-def _header_span(index: LineIndex, loop: ast.For | ast.AsyncFor | ast.While) -> Span:
-    """From the loop's keyword to the end of its iterable or test: what `span_between` finds,
-    made as one span rather than three (a parsed loop and its header have every position)."""
-    header_end = loop.test if isinstance(loop, ast.While) else loop.iter
-    start_line = loop.lineno - 1
-    end_line = (header_end.end_lineno or header_end.lineno) - 1
-    end_col = header_end.end_col_offset
-    return Span(
-        start_line,
-        index.byte_to_char(start_line, loop.col_offset),
-        end_line,
-        index.byte_to_char(end_line, end_col) if end_col is not None else len(index.line(end_line)),
-    )
 
 
 def _top_level_runs_own_code(sem: Semantics) -> bool:

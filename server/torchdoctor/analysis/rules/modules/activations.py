@@ -152,17 +152,7 @@ def _may_be_loss_calls(sem: Semantics, names: frozenset[str] | set[str]) -> list
 def _may_call_losses(sem: Semantics) -> bool:
     """Whether the file can hold a loss call: it spells one of the losses' names, or imports
     one under another name (`from torch.nn import CrossEntropyLoss as CE`)."""
-    return may_spell(sem, _LOSS_LAST_NAMES)
-
-
-def may_spell(sem: Semantics, names: frozenset[str]) -> bool:
-    """Whether the file spells one of `names` (as a name, attribute, parameter or keyword), or
-    imports a name whose last part is one of them under another name: every loss, activation
-    and layer these rules recognise is reached through one of those spellings."""
-    whole = sem.whole
-    if whole.mentions(names):
-        return True
-    return not whole.imported_last_names().isdisjoint(names)
+    return sem.spells_any(_LOSS_LAST_NAMES)
 
 
 def _last_names_of(losses: frozenset[str]) -> frozenset[str]:

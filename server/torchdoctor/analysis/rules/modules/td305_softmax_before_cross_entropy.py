@@ -15,7 +15,6 @@ from .activations import (
     SOFTMAX_NAMES,
     Origin,
     loss_calls,
-    may_spell,
     origin_of,
     remove_activation_fix,
     rename_attribute,
@@ -42,7 +41,7 @@ def _loads_of(ctx: RuleContext, name: str, scope: ast.AST) -> int:
     spells=SOFTMAX_NAMES,
 )
 def softmax_before_cross_entropy(ctx: RuleContext) -> Iterator[Finding]:
-    if not may_spell(ctx.sem, CROSS_ENTROPY_NAMES):
+    if not ctx.sem.spells_any(CROSS_ENTROPY_NAMES):
         return  # no cross-entropy or NLL loss is spelt: none is called
     for loss in loss_calls(ctx):
         if loss.loss not in ("cross_entropy", "nll"):
